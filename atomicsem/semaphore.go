@@ -1,0 +1,628 @@
+// Package atomicsem provides a weighted, context-aware semaphore whose
+// counting state lives in one 64-bit word changed only by compare-and-swap,
+// and whose permits are handed out as token guards.
+//
+// The semaphore tracks two numbers besides what is available: the live limit
+// (permits in circulation, available plus held by tokens) and a fixed
+// ceiling. Keeping the limit apart from what is available is what lets the
+// limit move at run time without revoking anything: TryRelease adds permits
+// only while the limit stays under the ceiling, however many tokens are out;
+// SetLimit lowers it below what tokens hold, and acquirers then wait until
+// enough tokens come back; Token.Forget retires permits for good.
+package atomicsem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/atomic"
+
+	"github.com/atomicsem/atomicsem/internal/hook"
+	"github.com/atomicsem/atomicsem/token"
+)
+
+var (
+	// ErrClosed is returned by Acquire and SetLimit after Close.
+	ErrClosed = errors.New("atomicsem: semaphore is closed")
+	// ErrExceedsMax is returned (wrapped, with the numbers) when a request
+	// or a limit is larger than the semaphore's maximum.
+	ErrExceedsMax = errors.New("atomicsem: exceeds the semaphore's maximum")
+	// ErrInvalidPermits is returned (wrapped, with the numbers) for a
+	// negative count or one above MaxPermits.
+	ErrInvalidPermits = errors.New("atomicsem: invalid number of permits")
+)
+
+// Semaphore is a weighted semaphore with a live limit that can move while
+// permits are held.
+//
+// A Semaphore keeps three numbers in one atomic word: Available permits, the
+// live Limit (available plus held), and the Max fixed at construction.
+// Acquire and TryAcquire take permits and return a token.Token; the token's
+// Release gives them back and its Forget retires them, lowering the limit.
+// TryRelease adds new permits up to Max; SetLimit moves the limit anywhere in
+// [0, Max] and never revokes a held token: after lowering it below what is
+// held, Available is negative and acquirers wait until enough tokens return.
+//
+// # Fairness
+//
+// By default the semaphore is FIFO. While any waiter is parked, neither
+// Acquire nor TryAcquire takes permits ahead of it; released permits are
+// handed to the parked waiters in arrival order, and a waiter at the front
+// that does not fit yet holds back those behind it, so a large request is
+// never starved by a stream of small ones. The one exception: a waiter that
+// asks for more than the current limit cannot be served by any release, so
+// it does not hold back others; it keeps its place and competes from it as
+// soon as the limit admits it.
+//
+// With WithBarging, arrivals may take free permits even while waiters are
+// parked, and a release wakes the front waiter to compete for the permits
+// instead of handing them over. This saves a context switch per permit under
+// contention. Once the front waiter has waited longer than the starvation
+// bound, the semaphore turns to FIFO hand-off until the waiters that waited
+// that long are served.
+//
+// # Memory ordering
+//
+// A Release of a token synchronizes before the return of any Acquire or
+// TryAcquire that obtains the released permits, in the sense of the Go memory
+// model. Calls that change the word (TryRelease, SetLimit, Close, Forget)
+// likewise synchronize before the acquires they admit.
+//
+// A Semaphore must be created with New; the zero value is not usable.
+type Semaphore struct {
+	// word is the packed state (see state.go). It comes first so that it is
+	// 64-bit aligned on 32-bit platforms.
+	word atomic.Uint64
+
+	// block holds the flags that stop a fast-path acquire: closed and, in
+	// FIFO mode, waiters; in barging mode, starving instead of waiters.
+	block           state
+	barging         bool
+	starvationBound time.Duration
+
+	mu     sync.Mutex
+	queue  waitQueue    // guarded by mu
+	queued atomic.Int64 // queue length, written under mu, read by Stats
+}
+
+// New returns a semaphore with initial permits available and a ceiling of
+// max. Both the available count and the limit start at initial, so a
+// semaphore built below its ceiling can be raised later by TryRelease or
+// SetLimit.
+//
+// New returns ErrInvalidPermits unless 0 ≤ initial ≤ max ≤ MaxPermits.
+func New(initial, max int64, opts ...Option) (*Semaphore, error) {
+	if initial < 0 || max > MaxPermits || initial > max {
+		return nil, fmt.Errorf("%w: New(%d, %d) needs 0 ≤ initial ≤ max ≤ %d",
+			ErrInvalidPermits, initial, max, MaxPermits)
+	}
+	cfg := config{starvationBound: DefaultStarvationBound}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	s := &Semaphore{
+		block:           closedBit | waitersBit,
+		barging:         cfg.barging,
+		starvationBound: cfg.starvationBound,
+	}
+	if cfg.barging {
+		s.block = closedBit | starvingBit
+	}
+	s.word.Store(uint64(newState(initial, initial, max)))
+	return s, nil
+}
+
+// Acquire blocks until n permits are granted, then returns a token holding
+// them. Acquiring 0 permits succeeds at once with a token for nothing.
+//
+// On failure Acquire returns the zero Token and leaves the semaphore as if it
+// had not been called:
+//   - ErrInvalidPermits if n < 0 or n > MaxPermits;
+//   - ErrExceedsMax if n is larger than the semaphore's maximum, since no
+//     limit could ever admit it (a request above the current limit but within
+//     the maximum waits for the limit to rise);
+//   - ctx.Err() if ctx is done before the permits are granted, even when they
+//     are free at the time of the call; permits granted in a race with the
+//     cancellation are passed on to the next waiters;
+//   - ErrClosed if the semaphore is closed, or is closed while Acquire waits.
+func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
+	old := s.load()
+	if n > 0 && old&s.block == 0 && old.count() >= n && !isDone(ctx) {
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, old.withCount(old.count()-n)) {
+			return token.New((*owner)(s), n), nil
+		}
+	}
+	return s.acquireSlow(ctx, n)
+}
+
+// TryAcquire takes n permits without blocking and reports whether it did.
+// It follows Acquire's rules: it fails for invalid or too-large n, after
+// Close, when fewer than n permits are available, and, in FIFO mode, when it
+// would overtake a parked waiter. On failure it returns the zero Token and
+// changes nothing. TryAcquire(0) succeeds unless the semaphore is closed.
+func (s *Semaphore) TryAcquire(n int64) (token.Token, bool) {
+	old := s.load()
+	if n > 0 && old&s.block == 0 && old.count() >= n {
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, old.withCount(old.count()-n)) {
+			return token.New((*owner)(s), n), true
+		}
+	}
+	return s.tryAcquireSlow(n)
+}
+
+// TryRelease adds n new permits, raising both the available count and the
+// limit by n, and reports whether it did. It refuses, changing nothing, if
+// n ≤ 0, if the semaphore is closed, or if the limit would exceed the
+// maximum, counting permits held by tokens. Waiters that now fit are woken.
+//
+// TryRelease is for adding capacity (burst credit, unthrottling); permits
+// taken by an acquire go back through their token's Release.
+func (s *Semaphore) TryRelease(n int64) bool {
+	if n <= 0 || n > MaxPermits {
+		return false
+	}
+	for {
+		old := s.load()
+		new, ok := old.tryRelease(n)
+		if !ok {
+			return false
+		}
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, new) {
+			s.dispatchIfWaiters(old)
+			return true
+		}
+	}
+}
+
+// SetLimit moves the live limit to limit in one step. Raising it makes the
+// difference available at once and wakes waiters that now fit. Lowering it
+// never revokes a held token: the available count drops, below zero if
+// tokens hold more than the new limit, and acquirers wait until enough tokens
+// come back.
+//
+// SetLimit returns ErrInvalidPermits if limit < 0, ErrExceedsMax if it is
+// above the maximum, and ErrClosed after Close; in each case nothing changes.
+func (s *Semaphore) SetLimit(limit int64) error {
+	for {
+		old := s.load()
+		switch {
+		case limit < 0:
+			return fmt.Errorf("%w: SetLimit(%d)", ErrInvalidPermits, limit)
+		case limit > old.max():
+			return fmt.Errorf("%w: SetLimit(%d) with max %d", ErrExceedsMax, limit, old.max())
+		case old.closed():
+			return ErrClosed
+		}
+		new, _ := old.setLimit(limit)
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, new) {
+			s.dispatchIfWaiters(old)
+			return nil
+		}
+	}
+}
+
+// Close closes the semaphore. Every parked Acquire returns ErrClosed, and
+// later Acquire, TryAcquire, TryRelease and SetLimit calls fail. Tokens
+// already handed out may still be released or forgotten, so Stats keeps
+// accounting for them. Closing a closed semaphore does nothing.
+func (s *Semaphore) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		old := s.load()
+		new, ok := old.close()
+		if !ok {
+			return
+		}
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, new.withFlag(waitersBit, false).withFlag(starvingBit, false)) {
+			break
+		}
+	}
+	for w := s.queue.head; w != nil; w = s.queue.head {
+		s.queue.remove(w)
+		s.queued.Dec()
+		w.status = closed
+		w.ready.Set()
+	}
+}
+
+// Stats is a snapshot of a semaphore's state.
+type Stats struct {
+	Available int64 // permits free now; negative while the limit is below Held
+	Held      int64 // permits held by live tokens
+	Limit     int64 // the live limit: Available + Held
+	Max       int64 // the ceiling fixed by New
+	Waiters   int   // parked acquirers
+	Closed    bool
+}
+
+// Stats returns a snapshot of the semaphore. Available, Held, Limit, Max and
+// Closed come from one load of the state word, so they are consistent with
+// each other; Waiters is read just after it.
+func (s *Semaphore) Stats() Stats {
+	w := s.load()
+	return Stats{
+		Available: w.count(),
+		Held:      w.held(),
+		Limit:     w.total(),
+		Max:       w.max(),
+		Waiters:   int(s.queued.Load()),
+		Closed:    w.closed(),
+	}
+}
+
+func (s *Semaphore) load() state                  { return state(s.word.Load()) }
+func (s *Semaphore) cas(old, new state) bool      { return s.word.CompareAndSwap(uint64(old), uint64(new)) }
+func isDone(ctx context.Context) bool             { return ctx.Err() != nil }
+func (s *Semaphore) tokenFor(n int64) token.Token { return token.New((*owner)(s), n) }
+
+// checkRequest validates n against MaxPermits and the semaphore's maximum.
+func (s *Semaphore) checkRequest(n int64) error {
+	if n < 0 || n > MaxPermits {
+		return fmt.Errorf("%w: %d is outside [0, %d]", ErrInvalidPermits, n, MaxPermits)
+	}
+	if max := s.load().max(); n > max {
+		return fmt.Errorf("%w: requested %d, max %d", ErrExceedsMax, n, max)
+	}
+	return nil
+}
+
+// acquireSlow is Acquire's slow path, outlined so that the fast path can be
+// inlined.
+func (s *Semaphore) acquireSlow(ctx context.Context, n int64) (token.Token, error) {
+	if err := s.checkRequest(n); err != nil {
+		return token.Token{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return token.Token{}, err
+	}
+	s.mu.Lock()
+	took, err := s.takeOrQueueLocked(n, nil)
+	if took || err != nil {
+		s.mu.Unlock()
+		if err != nil {
+			return token.Token{}, err
+		}
+		return s.tokenFor(n), nil
+	}
+	w := getWaiter(n)
+	if s.barging {
+		w.since = time.Now()
+	}
+	s.enqueueLocked(w, false)
+	s.mu.Unlock()
+	return s.park(ctx, w)
+}
+
+// park waits for w's event or for ctx, and settles the outcome.
+func (s *Semaphore) park(ctx context.Context, w *waiter) (token.Token, error) {
+	n := w.n
+	for {
+		hook.At(hook.BeforePark)
+		select {
+		case <-w.ready.C():
+			hook.At(hook.AfterWake)
+			switch w.status {
+			case granted:
+				putWaiter(w)
+				return s.tokenFor(n), nil
+			case closed:
+				putWaiter(w)
+				return token.Token{}, ErrClosed
+			}
+			// woken: compete for the free permits, or queue again at the
+			// front, keeping w's place and its waiting time.
+			s.mu.Lock()
+			took, err := s.takeOrQueueLocked(n, w)
+			s.mu.Unlock()
+			if took || err != nil {
+				putWaiter(w)
+				if err != nil {
+					return token.Token{}, err
+				}
+				return s.tokenFor(n), nil
+			}
+		case <-ctx.Done():
+			s.cancel(w)
+			putWaiter(w)
+			return token.Token{}, ctx.Err()
+		}
+	}
+}
+
+// cancel withdraws a waiter whose ctx is done, leaving the semaphore as if
+// the waiter had never arrived.
+func (s *Semaphore) cancel(w *waiter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch w.status {
+	case waiting:
+		s.removeLocked(w)
+	case granted:
+		// The grant raced the cancellation: pass the permits on.
+		w.ready.TryWait()
+		s.giveBackLocked(w.n)
+	case woken:
+		// The wake-up was meant for w; pass it on.
+		w.ready.TryWait()
+	case closed:
+		w.ready.TryWait()
+		return
+	}
+	// Removing w may let the waiters behind it fit.
+	s.dispatchLocked()
+}
+
+// takeOrQueueLocked takes n permits if the fairness policy allows it now;
+// otherwise it sets the waiters flag and, when w is not nil, queues w at the
+// front (a woken waiter that lost the race). It returns ErrClosed on a
+// closed semaphore. It requires that s.mu is held.
+func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error) {
+	for {
+		old := s.load()
+		if old.closed() {
+			return false, ErrClosed
+		}
+		if s.mayTakeLocked(old, n) {
+			new, ok := old.acquire(n, 0)
+			if ok {
+				hook.At(hook.BeforeCAS)
+				if s.cas(old, new) {
+					return true, nil
+				}
+				continue
+			}
+		}
+		// Set the flag before queueing, under mu, so that every release
+		// from now on sees it and comes to serve the queue.
+		hook.At(hook.BeforeCAS)
+		if new := old | waitersBit; new == old || s.cas(old, new) {
+			if w != nil {
+				w.status = waiting
+				s.enqueueLocked(w, true)
+				s.markStarvingLocked(w)
+			}
+			return false, nil
+		}
+	}
+}
+
+// mayTakeLocked reports whether an arrival may take n permits from old
+// without overtaking a waiter it must not overtake. It requires that s.mu is
+// held.
+func (s *Semaphore) mayTakeLocked(old state, n int64) bool {
+	if old.count() < n {
+		return false
+	}
+	if s.barging {
+		return !old.starving()
+	}
+	// FIFO: only waiters that cannot fit under the current limit may be
+	// overtaken, since no release could serve them.
+	for q := s.queue.head; q != nil; q = q.next {
+		if q.n <= old.total() {
+			return false
+		}
+	}
+	return true
+}
+
+// tryAcquireSlow is TryAcquire's slow path, outlined so that the fast path
+// can be inlined.
+func (s *Semaphore) tryAcquireSlow(n int64) (token.Token, bool) {
+	old := s.load()
+	if n < 0 || n > old.max() || old.closed() || old.count() < n {
+		return token.Token{}, false
+	}
+	if n == 0 {
+		return s.tokenFor(0), true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		old := s.load()
+		if old.closed() || !s.mayTakeLocked(old, n) {
+			return token.Token{}, false
+		}
+		new, _ := old.acquire(n, 0)
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, new) {
+			return s.tokenFor(n), true
+		}
+	}
+}
+
+// enqueueLocked queues w at the back, or at the front for a woken waiter
+// going back to sleep. It requires that s.mu is held and the waiters flag set.
+func (s *Semaphore) enqueueLocked(w *waiter, front bool) {
+	if front {
+		s.queue.pushFront(w)
+	} else {
+		s.queue.pushBack(w)
+	}
+	s.queued.Inc()
+}
+
+// removeLocked takes w off the queue and clears the waiters flag if the queue
+// is now empty (with the starving flag, which only a waiter can justify). It
+// requires that s.mu is held.
+func (s *Semaphore) removeLocked(w *waiter) {
+	s.queue.remove(w)
+	s.queued.Dec()
+	if !s.queue.empty() {
+		return
+	}
+	for {
+		old := s.load()
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, old.withFlag(waitersBit, false).withFlag(starvingBit, false)) {
+			return
+		}
+	}
+}
+
+// giveBackLocked returns n permits that were granted to a waiter that then
+// cancelled. It requires that s.mu is held.
+func (s *Semaphore) giveBackLocked(n int64) {
+	for {
+		old := s.load()
+		new, ok := old.release(n)
+		if !ok {
+			panic("atomicsem: internal error: returned permits exceed those held")
+		}
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, new) {
+			return
+		}
+	}
+}
+
+// dispatchIfWaiters serves the queue if old, the word an operation just
+// replaced, says that waiters were parked.
+func (s *Semaphore) dispatchIfWaiters(old state) {
+	if old.waiters() {
+		s.dispatch()
+	}
+}
+
+// dispatch is outlined so that its callers' fast paths can be inlined.
+func (s *Semaphore) dispatch() {
+	hook.At(hook.BeforeDispatch)
+	s.mu.Lock()
+	s.dispatchLocked()
+	s.mu.Unlock()
+}
+
+// dispatchLocked serves the queue in order with the permits available now.
+// It requires that s.mu is held.
+//
+// Walking from the front: a waiter that asks for more than the limit is
+// passed over (no release can serve it, so it must not hold back others);
+// the first other waiter that does not fit stops the walk, which is what
+// keeps large requests from starving. In FIFO mode, and in barging mode while
+// starving, each waiter that fits is granted its permits directly. Otherwise
+// (barging) it is woken to compete for them, and the walk wakes only as many
+// as the free permits could serve.
+func (s *Semaphore) dispatchLocked() {
+	var promised int64 // barging: permits the woken waiters may compete for
+	for w := s.queue.head; w != nil; {
+		next := w.next
+		old := s.load()
+		switch {
+		case old.closed():
+			return
+		case w.n > old.total():
+			w = next
+			continue
+		case old.count()-promised < w.n:
+			s.markStarvingLocked(w)
+			return
+		}
+		if s.barging && !old.starving() {
+			promised += w.n
+			s.removeLocked(w)
+			w.status = woken
+			w.ready.Set()
+			w = next
+			continue
+		}
+		new, _ := old.acquire(w.n, 0)
+		hook.At(hook.BeforeCAS)
+		if !s.cas(old, new) {
+			continue // the word moved: decide again for the same waiter
+		}
+		s.removeLocked(w)
+		w.status = granted
+		w.ready.Set()
+		s.clearStarvingLocked(w)
+		w = next
+	}
+}
+
+// markStarvingLocked sets the starving flag if w, a waiter at the front in
+// barging mode, has waited longer than the starvation bound. From then on
+// arrivals queue and releases hand permits to the front waiters, until
+// clearStarvingLocked sees a served waiter that waited less than the bound.
+// It requires that s.mu is held.
+func (s *Semaphore) markStarvingLocked(w *waiter) {
+	if !s.barging || time.Since(w.since) < s.starvationBound {
+		return
+	}
+	for {
+		old := s.load()
+		if old.starving() || !old.waiters() {
+			return
+		}
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, old|starvingBit) {
+			return
+		}
+	}
+}
+
+// clearStarvingLocked ends hand-off mode once the waiter just served, w, had
+// not itself waited past the bound: the starving waiters are all served. It
+// requires that s.mu is held.
+func (s *Semaphore) clearStarvingLocked(w *waiter) {
+	if !s.barging || time.Since(w.since) >= s.starvationBound {
+		return
+	}
+	for {
+		old := s.load()
+		if !old.starving() {
+			return
+		}
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, old&^starvingBit) {
+			return
+		}
+	}
+}
+
+// owner is the semaphore as its tokens see it. The type is unexported, so no
+// caller can build a token that returns permits to a semaphore.
+type owner Semaphore
+
+// ReturnPermits implements token.Owner.
+func (o *owner) ReturnPermits(n int64) {
+	s := (*Semaphore)(o)
+	for {
+		old := s.load()
+		new, ok := old.release(n)
+		if !ok {
+			panic("atomicsem: internal error: returned permits exceed those held")
+		}
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, new) {
+			s.dispatchIfWaiters(old)
+			return
+		}
+	}
+}
+
+// ForgetPermits implements token.Owner.
+func (o *owner) ForgetPermits(n int64) {
+	s := (*Semaphore)(o)
+	for {
+		old := s.load()
+		new, ok := old.forget(n)
+		if !ok {
+			panic("atomicsem: internal error: forgotten permits exceed those held")
+		}
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, new) {
+			// A lower limit can let waiters that asked for more than it
+			// step aside for the ones behind them.
+			s.dispatchIfWaiters(old)
+			return
+		}
+	}
+}

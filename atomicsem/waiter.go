@@ -1,0 +1,87 @@
+package atomicsem
+
+import (
+	"sync"
+	"time"
+
+	"github.com/atomicsem/atomicsem/event"
+)
+
+// waitStatus says how a parked waiter's wait ended. It is written under the
+// semaphore's mu before the waiter's event is set, so the waiter may read it
+// without the lock once it has consumed the event.
+type waitStatus uint8
+
+const (
+	waiting waitStatus = iota // queued, nothing decided
+	granted                   // the permits were handed to the waiter
+	woken                     // barging mode: permits are free, compete for them
+	closed                    // Close ran; the waiter gets ErrClosed
+)
+
+// waiter is a parked Acquire. Waiters are pooled, so parking allocates
+// nothing in steady state.
+type waiter struct {
+	prev, next *waiter // queue links; guarded by mu
+	n          int64
+	status     waitStatus // guarded by mu; see waitStatus
+	since      time.Time  // first queued; barging mode only
+	ready      event.AutoReset
+}
+
+var waiterPool = sync.Pool{New: func() any { return new(waiter) }}
+
+func getWaiter(n int64) *waiter {
+	w := waiterPool.Get().(*waiter)
+	w.n = n
+	w.status = waiting
+	return w
+}
+
+// putWaiter requires that w is off the queue and its event is clear.
+func putWaiter(w *waiter) {
+	w.since = time.Time{}
+	waiterPool.Put(w)
+}
+
+// waitQueue is a doubly linked FIFO list of waiters. All of it is guarded by
+// the semaphore's mu.
+type waitQueue struct {
+	head, tail *waiter
+}
+
+func (q *waitQueue) empty() bool { return q.head == nil }
+
+func (q *waitQueue) pushBack(w *waiter) {
+	w.prev, w.next = q.tail, nil
+	if q.tail != nil {
+		q.tail.next = w
+	} else {
+		q.head = w
+	}
+	q.tail = w
+}
+
+func (q *waitQueue) pushFront(w *waiter) {
+	w.prev, w.next = nil, q.head
+	if q.head != nil {
+		q.head.prev = w
+	} else {
+		q.tail = w
+	}
+	q.head = w
+}
+
+func (q *waitQueue) remove(w *waiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		q.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		q.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+}

@@ -1,0 +1,20 @@
+// Package event provides auto-reset and manual-reset events built on channels.
+//
+// An event is a flag that goroutines wait on. Setting an AutoReset event
+// releases exactly one waiter (or, when nobody waits, the next one to arrive)
+// and clears itself; setting a ManualReset event releases every waiter, present
+// and future, until it is Reset. Both are ready to use from their zero value,
+// both cancel through a context.Context, and both expose their channel so that
+// they compose with select.
+//
+// The semaphore in package atomicsem parks each waiter on its own AutoReset,
+// so a release wakes one goroutine rather than a herd.
+package event
+
+// noCopy makes go vet's copylocks check report copies of an event: a copy
+// taken after first use shares the channel with the original, which no caller
+// means.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}

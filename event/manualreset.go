@@ -1,0 +1,88 @@
+package event
+
+import (
+	"context"
+	"sync"
+)
+
+// ManualReset is an event that, once set, releases every waiter, present and
+// future, until it is Reset.
+//
+// The zero value is an unset event, ready to use. A ManualReset must not be
+// copied after first use.
+//
+// Memory ordering: a Set synchronizes before the return of every Wait that it
+// releases and of every IsSet that reports true because of it.
+type ManualReset struct {
+	_  noCopy
+	mu sync.Mutex
+	// ch is closed while the event is set. Reset installs a fresh channel,
+	// so a waiter that captured the old one is still released by the Set
+	// it was waiting for. nil until first use.
+	ch  chan struct{}
+	set bool
+}
+
+// Set sets the event, releasing every goroutine blocked in Wait or on Done.
+// Setting a set event does nothing.
+func (e *ManualReset) Set() {
+	e.mu.Lock()
+	if !e.set {
+		close(e.channelLocked())
+		e.set = true
+	}
+	e.mu.Unlock()
+}
+
+// Reset clears the event. Goroutines that call Wait afterwards block until the
+// next Set. Resetting a clear event does nothing.
+func (e *ManualReset) Reset() {
+	e.mu.Lock()
+	if e.set {
+		e.ch = make(chan struct{})
+		e.set = false
+	}
+	e.mu.Unlock()
+}
+
+// IsSet reports whether the event is set.
+func (e *ManualReset) IsSet() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.set
+}
+
+// Wait blocks until the event is set and returns nil, or returns ctx.Err()
+// if ctx is done first. A ctx that is already done fails at once, even if the
+// event is set.
+func (e *ManualReset) Wait(ctx context.Context) error {
+	done := ctx.Done()
+	select {
+	case <-done:
+		return ctx.Err()
+	default:
+	}
+	select {
+	case <-e.Done():
+		return nil
+	case <-done:
+		return ctx.Err()
+	}
+}
+
+// Done returns a channel that is closed when the event is set, for use in a
+// select statement. After a Reset, Done returns a new channel; a channel
+// returned earlier stays closed.
+func (e *ManualReset) Done() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.channelLocked()
+}
+
+// channelLocked requires that e.mu is held.
+func (e *ManualReset) channelLocked() chan struct{} {
+	if e.ch == nil {
+		e.ch = make(chan struct{})
+	}
+	return e.ch
+}

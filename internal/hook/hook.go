@@ -1,0 +1,46 @@
+// Package hook names the points in the semaphore's code where a test may
+// interleave other goroutines: between the load of the state word and its
+// compare-and-swap, between queueing a waiter and parking it, between a
+// waiter's wake-up and its return, and before a token changes state.
+//
+// In normal builds At is an empty function that the compiler removes. Built
+// with the tag atomicsem_hooks, At calls the function installed by Set, so a
+// test can yield, sleep or block at an exact point (see hook_on.go).
+package hook
+
+// Site names a hook point.
+type Site uint8
+
+const (
+	// BeforeCAS sits between a load of the state word and the
+	// compare-and-swap that depends on it.
+	BeforeCAS Site = iota
+	// BeforePark sits after a waiter is queued and before it blocks.
+	BeforePark
+	// AfterWake sits after a waiter is woken and before it returns.
+	AfterWake
+	// BeforeTokenChange sits before a token is marked released or
+	// forgotten.
+	BeforeTokenChange
+	// BeforeDispatch sits after an operation saw parked waiters and before
+	// it takes the queue lock to serve them.
+	BeforeDispatch
+
+	numSites
+)
+
+var siteNames = [numSites]string{
+	BeforeCAS:         "BeforeCAS",
+	BeforePark:        "BeforePark",
+	AfterWake:         "AfterWake",
+	BeforeTokenChange: "BeforeTokenChange",
+	BeforeDispatch:    "BeforeDispatch",
+}
+
+// String returns the site's name.
+func (s Site) String() string {
+	if s < numSites {
+		return siteNames[s]
+	}
+	return "Site(?)"
+}
