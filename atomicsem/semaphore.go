@@ -21,6 +21,7 @@ import (
 	"go.uber.org/atomic"
 
 	"github.com/atomicsem/atomicsem/internal/hook"
+	"github.com/atomicsem/atomicsem/internal/state"
 	"github.com/atomicsem/atomicsem/token"
 )
 
@@ -73,13 +74,13 @@ var (
 //
 // A Semaphore must be created with New; the zero value is not usable.
 type Semaphore struct {
-	// word is the packed state (see state.go). It comes first so that it is
+	// word is the packed state (see internal/state). It comes first so that it is
 	// 64-bit aligned on 32-bit platforms.
 	word atomic.Uint64
 
 	// block holds the flags that stop a fast-path acquire: closed and, in
 	// FIFO mode, waiters; in barging mode, starving instead of waiters.
-	block           state
+	block           state.Word
 	barging         bool
 	starvationBound time.Duration
 
@@ -104,14 +105,14 @@ func New(initial, max int64, opts ...Option) (*Semaphore, error) {
 		opt(&cfg)
 	}
 	s := &Semaphore{
-		block:           closedBit | waitersBit,
+		block:           state.ClosedBit | state.WaitersBit,
 		barging:         cfg.barging,
 		starvationBound: cfg.starvationBound,
 	}
 	if cfg.barging {
-		s.block = closedBit | starvingBit
+		s.block = state.ClosedBit | state.StarvingBit
 	}
-	s.word.Store(uint64(newState(initial, initial, max)))
+	s.word.Store(uint64(state.New(initial, initial, max)))
 	return s, nil
 }
 
@@ -130,9 +131,9 @@ func New(initial, max int64, opts ...Option) (*Semaphore, error) {
 //   - ErrClosed if the semaphore is closed, or is closed while Acquire waits.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 	old := s.load()
-	if n > 0 && old&s.block == 0 && old.count() >= n && !isDone(ctx) {
+	if n > 0 && old&s.block == 0 && old.Count() >= n && !isDone(ctx) {
 		hook.At(hook.BeforeCAS)
-		if s.cas(old, old.withCount(old.count()-n)) {
+		if s.cas(old, old.WithCount(old.Count()-n)) {
 			return token.New((*owner)(s), n), nil
 		}
 	}
@@ -146,9 +147,9 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 // changes nothing. TryAcquire(0) succeeds unless the semaphore is closed.
 func (s *Semaphore) TryAcquire(n int64) (token.Token, bool) {
 	old := s.load()
-	if n > 0 && old&s.block == 0 && old.count() >= n {
+	if n > 0 && old&s.block == 0 && old.Count() >= n {
 		hook.At(hook.BeforeCAS)
-		if s.cas(old, old.withCount(old.count()-n)) {
+		if s.cas(old, old.WithCount(old.Count()-n)) {
 			return token.New((*owner)(s), n), true
 		}
 	}
@@ -168,7 +169,7 @@ func (s *Semaphore) TryRelease(n int64) bool {
 	}
 	for {
 		old := s.load()
-		new, ok := old.tryRelease(n)
+		new, ok := old.TryRelease(n)
 		if !ok {
 			return false
 		}
@@ -194,12 +195,12 @@ func (s *Semaphore) SetLimit(limit int64) error {
 		switch {
 		case limit < 0:
 			return fmt.Errorf("%w: SetLimit(%d)", ErrInvalidPermits, limit)
-		case limit > old.max():
-			return fmt.Errorf("%w: SetLimit(%d) with max %d", ErrExceedsMax, limit, old.max())
-		case old.closed():
+		case limit > old.Max():
+			return fmt.Errorf("%w: SetLimit(%d) with max %d", ErrExceedsMax, limit, old.Max())
+		case old.Closed():
 			return ErrClosed
 		}
-		new, _ := old.setLimit(limit)
+		new, _ := old.SetLimit(limit)
 		hook.At(hook.BeforeCAS)
 		if s.cas(old, new) {
 			s.dispatchIfWaiters(old)
@@ -217,12 +218,12 @@ func (s *Semaphore) Close() {
 	defer s.mu.Unlock()
 	for {
 		old := s.load()
-		new, ok := old.close()
+		new, ok := old.Close()
 		if !ok {
 			return
 		}
 		hook.At(hook.BeforeCAS)
-		if s.cas(old, new.withFlag(waitersBit, false).withFlag(starvingBit, false)) {
+		if s.cas(old, new.WithFlag(state.WaitersBit, false).WithFlag(state.StarvingBit, false)) {
 			break
 		}
 	}
@@ -250,17 +251,19 @@ type Stats struct {
 func (s *Semaphore) Stats() Stats {
 	w := s.load()
 	return Stats{
-		Available: w.count(),
-		Held:      w.held(),
-		Limit:     w.total(),
-		Max:       w.max(),
+		Available: w.Count(),
+		Held:      w.Held(),
+		Limit:     w.Total(),
+		Max:       w.Max(),
 		Waiters:   int(s.queued.Load()),
-		Closed:    w.closed(),
+		Closed:    w.Closed(),
 	}
 }
 
-func (s *Semaphore) load() state                  { return state(s.word.Load()) }
-func (s *Semaphore) cas(old, new state) bool      { return s.word.CompareAndSwap(uint64(old), uint64(new)) }
+func (s *Semaphore) load() state.Word { return state.Word(s.word.Load()) }
+func (s *Semaphore) cas(old, new state.Word) bool {
+	return s.word.CompareAndSwap(uint64(old), uint64(new))
+}
 func isDone(ctx context.Context) bool             { return ctx.Err() != nil }
 func (s *Semaphore) tokenFor(n int64) token.Token { return token.New((*owner)(s), n) }
 
@@ -269,7 +272,7 @@ func (s *Semaphore) checkRequest(n int64) error {
 	if n < 0 || n > MaxPermits {
 		return fmt.Errorf("%w: %d is outside [0, %d]", ErrInvalidPermits, n, MaxPermits)
 	}
-	if max := s.load().max(); n > max {
+	if max := s.load().Max(); n > max {
 		return fmt.Errorf("%w: requested %d, max %d", ErrExceedsMax, n, max)
 	}
 	return nil
@@ -368,11 +371,11 @@ func (s *Semaphore) cancel(w *waiter) {
 func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error) {
 	for {
 		old := s.load()
-		if old.closed() {
+		if old.Closed() {
 			return false, ErrClosed
 		}
 		if s.mayTakeLocked(old, n) {
-			new, ok := old.acquire(n, 0)
+			new, ok := old.Acquire(n, 0)
 			if ok {
 				hook.At(hook.BeforeCAS)
 				if s.cas(old, new) {
@@ -384,7 +387,7 @@ func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error)
 		// Set the flag before queueing, under mu, so that every release
 		// from now on sees it and comes to serve the queue.
 		hook.At(hook.BeforeCAS)
-		if new := old | waitersBit; new == old || s.cas(old, new) {
+		if new := old | state.WaitersBit; new == old || s.cas(old, new) {
 			if w != nil {
 				w.status = waiting
 				s.enqueueLocked(w, true)
@@ -398,17 +401,17 @@ func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error)
 // mayTakeLocked reports whether an arrival may take n permits from old
 // without overtaking a waiter it must not overtake. It requires that s.mu is
 // held.
-func (s *Semaphore) mayTakeLocked(old state, n int64) bool {
-	if old.count() < n {
+func (s *Semaphore) mayTakeLocked(old state.Word, n int64) bool {
+	if old.Count() < n {
 		return false
 	}
 	if s.barging {
-		return !old.starving()
+		return !old.Starving()
 	}
 	// FIFO: only waiters that cannot fit under the current limit may be
 	// overtaken, since no release could serve them.
 	for q := s.queue.head; q != nil; q = q.next {
-		if q.n <= old.total() {
+		if q.n <= old.Total() {
 			return false
 		}
 	}
@@ -419,7 +422,7 @@ func (s *Semaphore) mayTakeLocked(old state, n int64) bool {
 // can be inlined.
 func (s *Semaphore) tryAcquireSlow(n int64) (token.Token, bool) {
 	old := s.load()
-	if n < 0 || n > old.max() || old.closed() || old.count() < n {
+	if n < 0 || n > old.Max() || old.Closed() || old.Count() < n {
 		return token.Token{}, false
 	}
 	if n == 0 {
@@ -429,10 +432,10 @@ func (s *Semaphore) tryAcquireSlow(n int64) (token.Token, bool) {
 	defer s.mu.Unlock()
 	for {
 		old := s.load()
-		if old.closed() || !s.mayTakeLocked(old, n) {
+		if old.Closed() || !s.mayTakeLocked(old, n) {
 			return token.Token{}, false
 		}
-		new, _ := old.acquire(n, 0)
+		new, _ := old.Acquire(n, 0)
 		hook.At(hook.BeforeCAS)
 		if s.cas(old, new) {
 			return s.tokenFor(n), true
@@ -463,7 +466,7 @@ func (s *Semaphore) removeLocked(w *waiter) {
 	for {
 		old := s.load()
 		hook.At(hook.BeforeCAS)
-		if s.cas(old, old.withFlag(waitersBit, false).withFlag(starvingBit, false)) {
+		if s.cas(old, old.WithFlag(state.WaitersBit, false).WithFlag(state.StarvingBit, false)) {
 			return
 		}
 	}
@@ -474,7 +477,7 @@ func (s *Semaphore) removeLocked(w *waiter) {
 func (s *Semaphore) giveBackLocked(n int64) {
 	for {
 		old := s.load()
-		new, ok := old.release(n)
+		new, ok := old.Release(n)
 		if !ok {
 			panic("atomicsem: internal error: returned permits exceed those held")
 		}
@@ -487,8 +490,8 @@ func (s *Semaphore) giveBackLocked(n int64) {
 
 // dispatchIfWaiters serves the queue if old, the word an operation just
 // replaced, says that waiters were parked.
-func (s *Semaphore) dispatchIfWaiters(old state) {
-	if old.waiters() {
+func (s *Semaphore) dispatchIfWaiters(old state.Word) {
+	if old.Waiters() {
 		s.dispatch()
 	}
 }
@@ -517,16 +520,16 @@ func (s *Semaphore) dispatchLocked() {
 		next := w.next
 		old := s.load()
 		switch {
-		case old.closed():
+		case old.Closed():
 			return
-		case w.n > old.total():
+		case w.n > old.Total():
 			w = next
 			continue
-		case old.count()-promised < w.n:
+		case old.Count()-promised < w.n:
 			s.markStarvingLocked(w)
 			return
 		}
-		if s.barging && !old.starving() {
+		if s.barging && !old.Starving() {
 			promised += w.n
 			s.removeLocked(w)
 			w.status = woken
@@ -534,7 +537,7 @@ func (s *Semaphore) dispatchLocked() {
 			w = next
 			continue
 		}
-		new, _ := old.acquire(w.n, 0)
+		new, _ := old.Acquire(w.n, 0)
 		hook.At(hook.BeforeCAS)
 		if !s.cas(old, new) {
 			continue // the word moved: decide again for the same waiter
@@ -558,11 +561,11 @@ func (s *Semaphore) markStarvingLocked(w *waiter) {
 	}
 	for {
 		old := s.load()
-		if old.starving() || !old.waiters() {
+		if old.Starving() || !old.Waiters() {
 			return
 		}
 		hook.At(hook.BeforeCAS)
-		if s.cas(old, old|starvingBit) {
+		if s.cas(old, old|state.StarvingBit) {
 			return
 		}
 	}
@@ -577,11 +580,11 @@ func (s *Semaphore) clearStarvingLocked(w *waiter) {
 	}
 	for {
 		old := s.load()
-		if !old.starving() {
+		if !old.Starving() {
 			return
 		}
 		hook.At(hook.BeforeCAS)
-		if s.cas(old, old&^starvingBit) {
+		if s.cas(old, old&^state.StarvingBit) {
 			return
 		}
 	}
@@ -596,7 +599,7 @@ func (o *owner) ReturnPermits(n int64) {
 	s := (*Semaphore)(o)
 	for {
 		old := s.load()
-		new, ok := old.release(n)
+		new, ok := old.Release(n)
 		if !ok {
 			panic("atomicsem: internal error: returned permits exceed those held")
 		}
@@ -613,7 +616,7 @@ func (o *owner) ForgetPermits(n int64) {
 	s := (*Semaphore)(o)
 	for {
 		old := s.load()
-		new, ok := old.forget(n)
+		new, ok := old.Forget(n)
 		if !ok {
 			panic("atomicsem: internal error: forgotten permits exceed those held")
 		}
@@ -626,3 +629,7 @@ func (o *owner) ForgetPermits(n int64) {
 		}
 	}
 }
+
+// MaxPermits is the largest value for a semaphore's maximum, limit, or a
+// single request: 2^20 − 1, the widest that the packed state word holds.
+const MaxPermits = state.MaxPermits

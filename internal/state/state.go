@@ -1,4 +1,7 @@
-package atomicsem
+// Package state defines the semaphore's packed state word and its
+// transitions as pure functions, so that the compare-and-swap loops in
+// package atomicsem, the fuzz targets and the tests all share one definition.
+package state
 
 // The state word.
 //
@@ -19,7 +22,7 @@ package atomicsem
 //	starving barging mode only: a waiter has waited past the starvation
 //	         bound, so arrivals queue and releases hand off
 //
-// Invariants (checked by checkInvariants, the fuzz targets and the SPIN model):
+// Invariants (checked by CheckInvariants, the fuzz targets and the SPIN model):
 //
 //	I1  0 ≤ total ≤ max ≤ MaxPermits
 //	I2  count ≤ total, i.e. held = total − count ≥ 0
@@ -33,8 +36,7 @@ package atomicsem
 // nothing. Every transition rebuilds the word from decoded fields with the
 // helpers below, so no flag bit can be dropped on the way.
 
-// MaxPermits is the largest value for a semaphore's maximum, limit, or a
-// single request: 2^20 − 1.
+// MaxPermits is the widest value a field of the word holds.
 const MaxPermits = 1<<limitBits - 1
 
 const (
@@ -47,43 +49,44 @@ const (
 	countMask = 1<<countBits - 1
 	limitMask = 1<<limitBits - 1
 
-	waitersBit  state = 1 << 61 // the wait queue is non-empty
-	closedBit   state = 1 << 62 // Close was called
-	starvingBit state = 1 << 63 // barging mode: hand off until the old waiter is served
+	WaitersBit  Word = 1 << 61 // the wait queue is non-empty
+	ClosedBit   Word = 1 << 62 // Close was called
+	StarvingBit Word = 1 << 63 // barging mode: hand off until the old waiter is served
 )
 
-type state uint64
+// Word is a packed semaphore state.
+type Word uint64
 
-// newState packs the fields into a word. It requires that they satisfy I1–I3.
-func newState(count, total, max int64) state {
-	return state(uint64(count)&countMask) |
-		state(total)<<totalShift |
-		state(max)<<maxShift
+// New packs the fields into a word. It requires that they satisfy I1–I3.
+func New(count, total, max int64) Word {
+	return Word(uint64(count)&countMask) |
+		Word(total)<<totalShift |
+		Word(max)<<maxShift
 }
 
-func (s state) count() int64 { return int64(s<<(64-countBits)) >> (64 - countBits) }
-func (s state) total() int64 { return int64(s>>totalShift) & limitMask }
-func (s state) max() int64   { return int64(s>>maxShift) & limitMask }
-func (s state) held() int64  { return s.total() - s.count() }
+func (s Word) Count() int64 { return int64(s<<(64-countBits)) >> (64 - countBits) }
+func (s Word) Total() int64 { return int64(s>>totalShift) & limitMask }
+func (s Word) Max() int64   { return int64(s>>maxShift) & limitMask }
+func (s Word) Held() int64  { return s.Total() - s.Count() }
 
-func (s state) waiters() bool  { return s&waitersBit != 0 }
-func (s state) closed() bool   { return s&closedBit != 0 }
-func (s state) starving() bool { return s&starvingBit != 0 }
+func (s Word) Waiters() bool  { return s&WaitersBit != 0 }
+func (s Word) Closed() bool   { return s&ClosedBit != 0 }
+func (s Word) Starving() bool { return s&StarvingBit != 0 }
 
 // withCount returns s with count replaced; every other bit is kept.
-func (s state) withCount(count int64) state {
-	return s&^countMask | state(uint64(count)&countMask)
+func (s Word) WithCount(count int64) Word {
+	return s&^countMask | Word(uint64(count)&countMask)
 }
 
 // withTotal returns s with total and count replaced; every other bit is kept.
-func (s state) withTotal(total, count int64) state {
+func (s Word) WithTotal(total, count int64) Word {
 	return s&^(countMask|limitMask<<totalShift) |
-		state(uint64(count)&countMask) |
-		state(total)<<totalShift
+		Word(uint64(count)&countMask) |
+		Word(total)<<totalShift
 }
 
 // withFlag returns s with the flag bit set or cleared.
-func (s state) withFlag(flag state, on bool) state {
+func (s Word) WithFlag(flag Word, on bool) Word {
 	if on {
 		return s | flag
 	}
@@ -96,57 +99,57 @@ func (s state) withFlag(flag state, on bool) state {
 
 // acquire takes n permits if none of the flags in block is set and n are
 // available.
-func (s state) acquire(n int64, block state) (state, bool) {
-	if s&block != 0 || s.count() < n {
+func (s Word) Acquire(n int64, block Word) (Word, bool) {
+	if s&block != 0 || s.Count() < n {
 		return s, false
 	}
-	return s.withCount(s.count() - n), true
+	return s.WithCount(s.Count() - n), true
 }
 
 // release returns n held permits.
-func (s state) release(n int64) (state, bool) {
-	if n > s.held() {
+func (s Word) Release(n int64) (Word, bool) {
+	if n > s.Held() {
 		return s, false
 	}
-	return s.withCount(s.count() + n), true
+	return s.WithCount(s.Count() + n), true
 }
 
 // forget removes n held permits from circulation: held falls by n, total
 // falls by n but not below zero, and count = total − held throughout.
-func (s state) forget(n int64) (state, bool) {
-	held := s.held()
+func (s Word) Forget(n int64) (Word, bool) {
+	held := s.Held()
 	if n > held {
 		return s, false
 	}
-	total := max(s.total()-n, 0)
-	return s.withTotal(total, total-(held-n)), true
+	total := max(s.Total()-n, 0)
+	return s.WithTotal(total, total-(held-n)), true
 }
 
 // tryRelease adds n new permits if the total stays within max.
-func (s state) tryRelease(n int64) (state, bool) {
-	if n <= 0 || s.closed() || s.total()+n > s.max() {
+func (s Word) TryRelease(n int64) (Word, bool) {
+	if n <= 0 || s.Closed() || s.Total()+n > s.Max() {
 		return s, false
 	}
-	return s.withTotal(s.total()+n, s.count()+n), true
+	return s.WithTotal(s.Total()+n, s.Count()+n), true
 }
 
 // setLimit moves total to limit, keeping held: count may go negative.
-func (s state) setLimit(limit int64) (state, bool) {
-	if limit < 0 || limit > s.max() || s.closed() {
+func (s Word) SetLimit(limit int64) (Word, bool) {
+	if limit < 0 || limit > s.Max() || s.Closed() {
 		return s, false
 	}
-	return s.withTotal(limit, limit-s.held()), true
+	return s.WithTotal(limit, limit-s.Held()), true
 }
 
 // close sets the closed flag.
-func (s state) close() (state, bool) {
-	return s | closedBit, !s.closed()
+func (s Word) Close() (Word, bool) {
+	return s | ClosedBit, !s.Closed()
 }
 
 // checkInvariants returns a description of the first invariant among I1–I3
 // that s breaks, or "" if it holds them all.
-func (s state) checkInvariants() string {
-	count, total, max := s.count(), s.total(), s.max()
+func (s Word) CheckInvariants() string {
+	count, total, max := s.Count(), s.Total(), s.Max()
 	switch {
 	case total < 0 || total > max || max > MaxPermits:
 		return "I1: want 0 ≤ total ≤ max ≤ MaxPermits"
