@@ -77,6 +77,11 @@ type Semaphore struct {
 	// word is the packed state (see internal/state). It comes first so that it is
 	// 64-bit aligned on 32-bit platforms.
 	word atomic.Uint64
+	// queued is the queue length, written under mu, read by Stats. It
+	// comes right after word so that it is 64-bit aligned too: the 64-bit
+	// atomics of go.uber.org/atomic fault on an unaligned field on 32-bit
+	// platforms.
+	queued atomic.Int64
 
 	// block holds the flags that stop a fast-path acquire: closed and, in
 	// FIFO mode, waiters; in barging mode, starving instead of waiters.
@@ -84,9 +89,11 @@ type Semaphore struct {
 	barging         bool
 	starvationBound time.Duration
 
-	mu     sync.Mutex
-	queue  waitQueue    // guarded by mu
-	queued atomic.Int64 // queue length, written under mu, read by Stats
+	mu    sync.Mutex
+	queue waitQueue // guarded by mu
+	wants wantIndex // the smallest request queued; guarded by mu
+
+	free waiterFreeList // recycled waiter records
 }
 
 // New returns a semaphore with initial permits available and a ceiling of
@@ -287,6 +294,13 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) (token.Token, erro
 	if err := ctx.Err(); err != nil {
 		return token.Token{}, err
 	}
+	if n == 0 {
+		// Nothing to wait for, not even in debt or behind a queue.
+		if s.load().Closed() {
+			return token.Token{}, ErrClosed
+		}
+		return s.tokenFor(0), nil
+	}
 	s.mu.Lock()
 	took, err := s.takeOrQueueLocked(n, nil)
 	if took || err != nil {
@@ -296,7 +310,7 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) (token.Token, erro
 		}
 		return s.tokenFor(n), nil
 	}
-	w := getWaiter(n)
+	w := s.free.get(n)
 	if s.barging {
 		w.since = time.Now()
 	}
@@ -315,10 +329,10 @@ func (s *Semaphore) park(ctx context.Context, w *waiter) (token.Token, error) {
 			hook.At(hook.AfterWake)
 			switch w.status {
 			case granted:
-				putWaiter(w)
+				s.free.put(w)
 				return s.tokenFor(n), nil
 			case closed:
-				putWaiter(w)
+				s.free.put(w)
 				return token.Token{}, ErrClosed
 			}
 			// woken: compete for the free permits, or queue again at the
@@ -327,7 +341,7 @@ func (s *Semaphore) park(ctx context.Context, w *waiter) (token.Token, error) {
 			took, err := s.takeOrQueueLocked(n, w)
 			s.mu.Unlock()
 			if took || err != nil {
-				putWaiter(w)
+				s.free.put(w)
 				if err != nil {
 					return token.Token{}, err
 				}
@@ -335,7 +349,7 @@ func (s *Semaphore) park(ctx context.Context, w *waiter) (token.Token, error) {
 			}
 		case <-ctx.Done():
 			s.cancel(w)
-			putWaiter(w)
+			s.free.put(w)
 			return token.Token{}, ctx.Err()
 		}
 	}
@@ -374,7 +388,12 @@ func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error)
 		if old.Closed() {
 			return false, ErrClosed
 		}
-		if s.mayTakeLocked(old, n) {
+		// A woken waiter (w != nil) left the front of the queue, so nobody
+		// queued is ahead of it: it takes free permits even if the
+		// semaphore turned to hand-off after waking it. Queueing again
+		// with the permits free would strand them, as no release is on
+		// its way to serve it.
+		if s.mayTakeLocked(old, n) || (w != nil && old.Count() >= n) {
 			new, ok := old.Acquire(n, 0)
 			if ok {
 				hook.At(hook.BeforeCAS)
@@ -405,28 +424,29 @@ func (s *Semaphore) mayTakeLocked(old state.Word, n int64) bool {
 	if old.Count() < n {
 		return false
 	}
-	if s.barging {
-		return !old.Starving()
+	if s.barging && !old.Starving() {
+		return true
 	}
-	// FIFO: only waiters that cannot fit under the current limit may be
-	// overtaken, since no release could serve them.
-	for q := s.queue.head; q != nil; q = q.next {
-		if q.n <= old.Total() {
-			return false
-		}
-	}
-	return true
+	// FIFO, and barging during hand-off: only waiters that cannot fit under
+	// the current limit may be overtaken, since no release could serve
+	// them. (A starving head whose request the limit has since dropped
+	// below would otherwise make arrivals queue with permits free, and no
+	// release would come to serve them.)
+	return s.wants.smallest(&s.queue) > old.Total()
 }
 
 // tryAcquireSlow is TryAcquire's slow path, outlined so that the fast path
 // can be inlined.
 func (s *Semaphore) tryAcquireSlow(n int64) (token.Token, bool) {
 	old := s.load()
-	if n < 0 || n > old.Max() || old.Closed() || old.Count() < n {
+	if n < 0 || n > old.Max() || old.Closed() {
 		return token.Token{}, false
 	}
 	if n == 0 {
 		return s.tokenFor(0), true
+	}
+	if old.Count() < n {
+		return token.Token{}, false // without taking the lock: nothing to take
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -446,6 +466,7 @@ func (s *Semaphore) tryAcquireSlow(n int64) (token.Token, bool) {
 // enqueueLocked queues w at the back, or at the front for a woken waiter
 // going back to sleep. It requires that s.mu is held and the waiters flag set.
 func (s *Semaphore) enqueueLocked(w *waiter, front bool) {
+	s.wants.added(w.n, s.queue.empty())
 	if front {
 		s.queue.pushFront(w)
 	} else {
@@ -459,6 +480,7 @@ func (s *Semaphore) enqueueLocked(w *waiter, front bool) {
 // requires that s.mu is held.
 func (s *Semaphore) removeLocked(w *waiter) {
 	s.queue.remove(w)
+	s.wants.removed(w.n)
 	s.queued.Dec()
 	if !s.queue.empty() {
 		return
@@ -496,100 +518,6 @@ func (s *Semaphore) dispatchIfWaiters(old state.Word) {
 	}
 }
 
-// dispatch is outlined so that its callers' fast paths can be inlined.
-func (s *Semaphore) dispatch() {
-	hook.At(hook.BeforeDispatch)
-	s.mu.Lock()
-	s.dispatchLocked()
-	s.mu.Unlock()
-}
-
-// dispatchLocked serves the queue in order with the permits available now.
-// It requires that s.mu is held.
-//
-// Walking from the front: a waiter that asks for more than the limit is
-// passed over (no release can serve it, so it must not hold back others);
-// the first other waiter that does not fit stops the walk, which is what
-// keeps large requests from starving. In FIFO mode, and in barging mode while
-// starving, each waiter that fits is granted its permits directly. Otherwise
-// (barging) it is woken to compete for them, and the walk wakes only as many
-// as the free permits could serve.
-func (s *Semaphore) dispatchLocked() {
-	var promised int64 // barging: permits the woken waiters may compete for
-	for w := s.queue.head; w != nil; {
-		next := w.next
-		old := s.load()
-		switch {
-		case old.Closed():
-			return
-		case w.n > old.Total():
-			w = next
-			continue
-		case old.Count()-promised < w.n:
-			s.markStarvingLocked(w)
-			return
-		}
-		if s.barging && !old.Starving() {
-			promised += w.n
-			s.removeLocked(w)
-			w.status = woken
-			w.ready.Set()
-			w = next
-			continue
-		}
-		new, _ := old.Acquire(w.n, 0)
-		hook.At(hook.BeforeCAS)
-		if !s.cas(old, new) {
-			continue // the word moved: decide again for the same waiter
-		}
-		s.removeLocked(w)
-		w.status = granted
-		w.ready.Set()
-		s.clearStarvingLocked(w)
-		w = next
-	}
-}
-
-// markStarvingLocked sets the starving flag if w, a waiter at the front in
-// barging mode, has waited longer than the starvation bound. From then on
-// arrivals queue and releases hand permits to the front waiters, until
-// clearStarvingLocked sees a served waiter that waited less than the bound.
-// It requires that s.mu is held.
-func (s *Semaphore) markStarvingLocked(w *waiter) {
-	if !s.barging || time.Since(w.since) < s.starvationBound {
-		return
-	}
-	for {
-		old := s.load()
-		if old.Starving() || !old.Waiters() {
-			return
-		}
-		hook.At(hook.BeforeCAS)
-		if s.cas(old, old|state.StarvingBit) {
-			return
-		}
-	}
-}
-
-// clearStarvingLocked ends hand-off mode once the waiter just served, w, had
-// not itself waited past the bound: the starving waiters are all served. It
-// requires that s.mu is held.
-func (s *Semaphore) clearStarvingLocked(w *waiter) {
-	if !s.barging || time.Since(w.since) >= s.starvationBound {
-		return
-	}
-	for {
-		old := s.load()
-		if !old.Starving() {
-			return
-		}
-		hook.At(hook.BeforeCAS)
-		if s.cas(old, old&^state.StarvingBit) {
-			return
-		}
-	}
-}
-
 // owner is the semaphore as its tokens see it. The type is unexported, so no
 // caller can build a token that returns permits to a semaphore.
 type owner Semaphore
@@ -602,6 +530,12 @@ func (o *owner) ReturnPermits(n int64) {
 		new, ok := old.Release(n)
 		if !ok {
 			panic("atomicsem: internal error: returned permits exceed those held")
+		}
+		if old.Waiters() && (!s.barging || old.Starving()) {
+			// Hand-off: the front waiters get the permits in the same
+			// step that returns them.
+			s.returnToQueue(n)
+			return
 		}
 		hook.At(hook.BeforeCAS)
 		if s.cas(old, new) {

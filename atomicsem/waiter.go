@@ -19,29 +19,58 @@ const (
 	closed                    // Close ran; the waiter gets ErrClosed
 )
 
-// waiter is a parked Acquire. Waiters are pooled, so parking allocates
-// nothing in steady state.
+// waiter is a parked Acquire. Each semaphore keeps a free list of waiter
+// records, so parking allocates nothing in steady state.
 type waiter struct {
-	prev, next *waiter // queue links; guarded by mu
+	prev, next *waiter // queue links, or the free-list link; guarded by mu
 	n          int64
 	status     waitStatus // guarded by mu; see waitStatus
 	since      time.Time  // first queued; barging mode only
 	ready      event.AutoReset
 }
 
-var waiterPool = sync.Pool{New: func() any { return new(waiter) }}
+// maxFreeWaiters caps a semaphore's free list. Records beyond it are left to
+// the garbage collector, so a burst of parked goroutines does not pin its
+// peak memory for the semaphore's lifetime.
+const maxFreeWaiters = 1024
 
-func getWaiter(n int64) *waiter {
-	w := waiterPool.Get().(*waiter)
+// waiterFreeList recycles waiter records together with their events'
+// channels. It is per semaphore rather than a global sync.Pool because a
+// channel made inside a testing/synctest bubble must not be used outside it:
+// a shared pool would hand one test's channel to another.
+type waiterFreeList struct {
+	mu   sync.Mutex
+	head *waiter
+	len  int
+}
+
+func (l *waiterFreeList) get(n int64) *waiter {
+	l.mu.Lock()
+	w := l.head
+	if w != nil {
+		l.head = w.next
+		l.len--
+	}
+	l.mu.Unlock()
+	if w == nil {
+		w = new(waiter)
+	}
+	w.next = nil
 	w.n = n
 	w.status = waiting
 	return w
 }
 
-// putWaiter requires that w is off the queue and its event is clear.
-func putWaiter(w *waiter) {
+// put requires that w is off the queue and its event is clear.
+func (l *waiterFreeList) put(w *waiter) {
 	w.since = time.Time{}
-	waiterPool.Put(w)
+	l.mu.Lock()
+	if l.len < maxFreeWaiters {
+		w.next = l.head
+		l.head = w
+		l.len++
+	}
+	l.mu.Unlock()
 }
 
 // waitQueue is a doubly linked FIFO list of waiters. All of it is guarded by

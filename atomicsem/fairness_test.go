@@ -1,0 +1,372 @@
+package atomicsem_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/token"
+)
+
+// TestGrantsFollowArrivalOrder parks waiters of mixed weights one at a
+// time, then feeds the semaphore one permit at a time. In FIFO mode each
+// waiter must be served exactly when the permits fed reach the sum of its
+// weight and the weights ahead of it: a light waiter served earlier would
+// have overtaken a heavy one.
+func TestGrantsFollowArrivalOrder(t *testing.T) {
+	weights := []int64{2, 1, 3, 1, 2}
+	var wantAt []int64 // permits fed when each waiter is due
+	var sum int64
+	for _, n := range weights {
+		sum += n
+		wantAt = append(wantAt, sum)
+	}
+
+	// Each feeder starts a semaphore with nothing available and returns a
+	// function that makes one more permit available.
+	feeders := []struct {
+		name  string
+		start func(t *testing.T) (*atomicsem.Semaphore, func())
+	}{
+		{"TryRelease", func(t *testing.T) (*atomicsem.Semaphore, func()) {
+			// The limit starts at the heaviest weight, all of it held, so
+			// that no waiter asks for more than the limit (such a waiter
+			// would rightly be passed over).
+			s := mustNew(t, 3, sum+3)
+			mustTake(t, s, 3)
+			return s, func() { require.True(t, s.TryRelease(1)) }
+		}},
+		{"Release", func(t *testing.T) (*atomicsem.Semaphore, func()) {
+			s := mustNew(t, sum, sum)
+			var held []*token.Token
+			for range sum {
+				held = append(held, mustTake(t, s, 1))
+			}
+			return s, func() {
+				held[0].Release()
+				held = held[1:]
+			}
+		}},
+	}
+	for _, f := range feeders {
+		t.Run(f.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, feed := f.start(t)
+				var waiters []*pendingAcquire
+				for i, n := range weights {
+					waiters = append(waiters, goAcquire(context.Background(), s, n))
+					synctest.Wait()
+					require.Equal(t, i+1, s.Stats().Waiters, "waiter %d must be parked before the next arrives", i)
+				}
+
+				var order []int
+				gotAt := make([]int64, len(weights))
+				for fed := int64(1); fed <= sum; fed++ {
+					feed()
+					synctest.Wait()
+					for i, w := range waiters {
+						if gotAt[i] == 0 && w.returned() {
+							require.NoError(t, w.err)
+							gotAt[i] = fed
+							order = append(order, i)
+						}
+					}
+				}
+				require.Equal(t, []int{0, 1, 2, 3, 4}, order)
+				require.Equal(t, wantAt, gotAt)
+				st := s.Stats()
+				require.Zero(t, st.Available)
+				require.Zero(t, st.Waiters)
+				for _, w := range waiters {
+					w.tok.Release()
+				}
+			})
+		})
+	}
+}
+
+func TestArrivalsDoNotOvertakeParkedWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 2, 2)
+		held := mustTake(t, s, 1)
+		big := goAcquire(context.Background(), s, 2)
+		synctest.Wait()
+		before := s.Stats()
+		require.Equal(t, atomicsem.Stats{Available: 1, Held: 1, Limit: 2, Max: 2, Waiters: 1}, before)
+
+		_, ok := s.TryAcquire(1)
+		require.False(t, ok, "TryAcquire must not take the free permit ahead of a parked waiter")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		defer cancel()
+		_, err := s.Acquire(ctx, 1)
+		require.Equal(t, context.DeadlineExceeded, err, "Acquire must queue behind the parked waiter")
+		require.Equal(t, before, s.Stats())
+
+		held.Release()
+		synctest.Wait()
+		require.True(t, big.returned())
+		require.NoError(t, big.err)
+		big.tok.Release()
+	})
+}
+
+// TestBargingArrivalsTakeFreePermits is the barging counterpart of
+// TestArrivalsDoNotOvertakeParkedWaiter: before the starvation bound, an
+// arrival takes free permits even while a waiter is parked.
+func TestBargingArrivalsTakeFreePermits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 2, 2, atomicsem.WithBarging())
+		held := mustTake(t, s, 1)
+		big := goAcquire(context.Background(), s, 2)
+		synctest.Wait()
+
+		tok, ok := s.TryAcquire(1)
+		require.True(t, ok, "a barging arrival must take a free permit")
+		tok.Release()
+		tok, err := s.Acquire(context.Background(), 1)
+		require.NoError(t, err)
+		tok.Release()
+		synctest.Wait()
+		require.False(t, big.returned())
+
+		held.Release()
+		synctest.Wait()
+		require.True(t, big.returned())
+		require.NoError(t, big.err)
+		big.tok.Release()
+	})
+}
+
+// TestLargeAcquireNotStarvedBySmallOnes runs a stream of small acquirers
+// whose holds overlap, so that the permits are never all free at once on
+// their own, and times a request for all of them. FIFO must serve it as
+// soon as the holds in progress end; barging must turn to hand-off once it
+// has waited past the starvation bound. Time is the bubble's fake clock, so
+// the bounds are exact rather than allowances for a slow machine.
+func TestLargeAcquireNotStarvedBySmallOnes(t *testing.T) {
+	const (
+		permits = 4
+		hold    = 100 * time.Microsecond
+	)
+	tests := []struct {
+		name   string
+		opts   []atomicsem.Option
+		within time.Duration
+	}{
+		{"mode=fifo", nil, 2 * hold},
+		{"mode=barging", []atomicsem.Option{atomicsem.WithBarging()}, 3 * atomicsem.DefaultStarvationBound},
+		{"mode=barging/bound=5ms", []atomicsem.Option{
+			atomicsem.WithBarging(), atomicsem.WithStarvationBound(5 * time.Millisecond),
+		}, 3 * 5 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := mustNew(t, permits, permits, tt.opts...)
+				stop := make(chan struct{})
+				streamDone := make(chan struct{}, permits)
+				// Runs on failure too: the bubble must not end with
+				// goroutines still in it.
+				defer func() {
+					close(stop)
+					for range permits {
+						<-streamDone
+					}
+				}()
+				for i := range permits {
+					go func() {
+						defer func() { streamDone <- struct{}{} }()
+						// Stagger the holds so that they overlap.
+						time.Sleep(time.Duration(i) * hold / permits)
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							var tok token.Token
+							if i%2 == 0 {
+								var ok bool
+								if tok, ok = s.TryAcquire(1); !ok {
+									time.Sleep(hold / 10)
+									continue
+								}
+							} else {
+								var err error
+								if tok, err = s.Acquire(context.Background(), 1); err != nil {
+									t.Error(err)
+									return
+								}
+							}
+							time.Sleep(hold)
+							tok.Release()
+						}
+					}()
+				}
+				time.Sleep(2 * hold) // the stream is in full flow
+
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				start := time.Now()
+				big, err := s.Acquire(ctx, permits)
+				waited := time.Since(start)
+				require.NoError(t, err, "the large request starved")
+				big.Release()
+				require.LessOrEqual(t, waited, tt.within)
+				t.Logf("served after %v", waited)
+			})
+		})
+	}
+}
+
+// TestRequestAboveLimitDoesNotBlockSmallerOnes parks a request that the
+// current limit cannot admit: no release could serve it, so it must not
+// hold back the requests behind it, and it must be served once the limit
+// is raised.
+func TestRequestAboveLimitDoesNotBlockSmallerOnes(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		synctest.Test(t, func(t *testing.T) {
+			s := mustNew(t, 2, 10, opts...)
+			big := goAcquire(context.Background(), s, 5)
+			synctest.Wait()
+			require.Equal(t, 1, s.Stats().Waiters)
+
+			small := mustTake(t, s, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			start := time.Now()
+			other, err := s.Acquire(ctx, 1)
+			require.NoError(t, err)
+			require.Zero(t, time.Since(start), "Acquire waited behind a request above the limit")
+
+			// A small request that has to wait queues behind the big one,
+			// and is served by a release all the same.
+			third := goAcquire(context.Background(), s, 1)
+			synctest.Wait()
+			require.Equal(t, 2, s.Stats().Waiters)
+			small.Release()
+			synctest.Wait()
+			require.True(t, third.returned())
+			require.NoError(t, third.err)
+			other.Release()
+			third.tok.Release()
+			require.False(t, big.returned())
+
+			require.NoError(t, s.SetLimit(5))
+			synctest.Wait()
+			require.True(t, big.returned(), "raising the limit must serve the waiting request")
+			require.NoError(t, big.err)
+			require.Equal(t, atomicsem.Stats{Available: 0, Held: 5, Limit: 5, Max: 10}, s.Stats())
+			big.tok.Release()
+		})
+	})
+}
+
+// TestCancelledHeadWakesFollowers cancels a parked waiter that holds back
+// others: the followers that now fit must be served without waiting for
+// another release, and the one that does not fit must stay parked.
+func TestCancelledHeadWakesFollowers(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		synctest.Test(t, func(t *testing.T) {
+			s := mustNew(t, 2, 4, opts...)
+			held := mustTake(t, s, 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			head := goAcquire(ctx, s, 2)
+			synctest.Wait()
+			first := goAcquire(context.Background(), s, 1)
+			synctest.Wait()
+			second := goAcquire(context.Background(), s, 1)
+			synctest.Wait()
+			require.False(t, head.returned())
+			require.False(t, second.returned())
+
+			cancel()
+			synctest.Wait()
+			require.Equal(t, context.Canceled, head.err)
+			require.True(t, first.returned(), "the follower that fits must be served")
+			require.NoError(t, first.err)
+			require.False(t, second.returned(), "nothing is left for the second follower")
+			require.Equal(t, atomicsem.Stats{Available: 0, Held: 2, Limit: 2, Max: 4, Waiters: 1}, s.Stats())
+
+			held.Release()
+			synctest.Wait()
+			require.True(t, second.returned())
+			require.NoError(t, second.err)
+			first.tok.Release()
+			second.tok.Release()
+			require.Equal(t, atomicsem.Stats{Available: 2, Limit: 2, Max: 4}, s.Stats())
+		})
+	})
+}
+
+// TestForgetLetsFollowersPassHeadAboveNewLimit lowers the limit under a
+// parked head with Forget: the head now asks for more than the limit, so
+// the follower behind it (in FIFO mode; a barging follower takes the free
+// permit on arrival) must be served with what is free.
+func TestForgetLetsFollowersPassHeadAboveNewLimit(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		synctest.Test(t, func(t *testing.T) {
+			s := mustNew(t, 4, 4, opts...)
+			held := mustTake(t, s, 3)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			head := goAcquire(ctx, s, 4)
+			synctest.Wait()
+			follower := goAcquire(context.Background(), s, 1)
+			synctest.Wait()
+
+			held.Forget() // limit 1, one permit free
+			synctest.Wait()
+			require.True(t, follower.returned(), "a head above the limit must not hold back the follower")
+			require.NoError(t, follower.err)
+			require.False(t, head.returned())
+
+			cancel()
+			synctest.Wait()
+			require.Equal(t, context.Canceled, head.err)
+			follower.tok.Release()
+			require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 4}, s.Stats())
+		})
+	})
+}
+
+// TestBargingHandOffPassesOverHeadAboveLimit: in barging mode a head that
+// has waited past the starvation bound turns the semaphore to hand-off, and
+// then the limit drops below its request. Hand-off must not make arrivals
+// queue behind a waiter that no release can serve, with permits free and
+// no release on its way to serve them.
+func TestBargingHandOffPassesOverHeadAboveLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 4, 10, atomicsem.WithBarging())
+		a, b := mustTake(t, s, 2), mustTake(t, s, 2)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel() // on failure too, so the bubble does not deadlock
+		head := goAcquire(ctx, s, 4)
+		synctest.Wait()
+		time.Sleep(2 * atomicsem.DefaultStarvationBound)
+		a.Release() // the head does not fit and has waited past the bound
+		require.NoError(t, s.SetLimit(3))
+		require.Equal(t, counts{Available: 1, Held: 2, Limit: 3}, countsOf(s))
+
+		wait, cancelWait := context.WithTimeout(context.Background(), time.Second)
+		defer cancelWait()
+		start := time.Now()
+		tok, err := s.Acquire(wait, 1)
+		require.NoError(t, err, "an arrival waited for a permit that was free")
+		require.Zero(t, time.Since(start))
+		tok.Release()
+		try, ok := s.TryAcquire(1)
+		require.True(t, ok, "TryAcquire refused a free permit")
+		try.Release()
+
+		cancel()
+		synctest.Wait()
+		require.Equal(t, context.Canceled, head.err)
+		b.Release()
+		require.Equal(t, atomicsem.Stats{Available: 3, Limit: 3, Max: 10}, s.Stats())
+	})
+}

@@ -1,0 +1,415 @@
+package atomicsem_test
+
+// Token races, in the manner of jcstress: each test runs one small race many
+// times. An iteration builds a fresh semaphore, starts the actors behind a
+// start gate, waits for them all, and names the outcome it can observe
+// (which calls succeeded or panicked, the final Stats). The outcomes are
+// counted in a table; every outcome must be one that some sequential order
+// of the same calls produces, computed from the reference model in
+// internal/model, so a forbidden outcome fails the test with the table.
+//
+// Built with -tags atomicsem_hooks, race_hooks_test.go makes every hook
+// site yield at random, which shakes out interleavings that the plain build
+// reaches rarely.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/atomic"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/internal/model"
+	"github.com/atomicsem/atomicsem/token"
+)
+
+var raceIters = flag.Int("race.iters", 0,
+	"iterations of each token race; 0 means 100000, or 20000 under -race, or 2000 with -short")
+
+// installRaceHook, when set (by race_hooks_test.go in the hooks build),
+// installs a hook that perturbs the races and returns a function that
+// removes it.
+var installRaceHook func() (restore func())
+
+// iterations returns how many times each race runs.
+func iterations() int {
+	switch {
+	case *raceIters > 0:
+		return *raceIters
+	case testing.Short():
+		return 2000
+	case raceDetector():
+		// The race detector slows each iteration about tenfold; this keeps
+		// the default run of all races within a minute on two cores.
+		return 20000
+	}
+	return 100000
+}
+
+// raceDetector reports whether the test binary was built with -race.
+func raceDetector() bool {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}
+
+// race runs the actors concurrently and returns what each did: "ok", or
+// "panic" for a panic with the token package's prefix. Any other panic is
+// recorded with its value, which no allowed outcome contains.
+//
+// The actors are started in a random order and spin at a start gate until
+// all are running, then each spins a random few rounds more before acting:
+// with fewer processors than actors, a plain gate would run them in nearly
+// the same order every time and leave most outcomes unseen.
+func race(actors ...func() string) []string {
+	res := make([]string, len(actors))
+	var ready atomic.Int32
+	var start atomic.Bool
+	var wg sync.WaitGroup
+	for _, i := range rand.Perm(len(actors)) {
+		delay := rand.IntN(64)
+		wg.Go(func() {
+			ready.Add(1)
+			for !start.Load() {
+				runtime.Gosched()
+			}
+			// A random number of further atomic loads: a short spin that
+			// staggers the actors' first steps.
+			for j := 0; j < delay && start.Load(); j++ {
+			}
+			res[i] = runActor(actors[i])
+		})
+	}
+	for ready.Load() < int32(len(actors)) {
+		runtime.Gosched()
+	}
+	start.Store(true)
+	wg.Wait()
+	return res
+}
+
+func runActor(act func() string) (out string) {
+	defer func() {
+		if r := recover(); r != nil {
+			if msg, ok := r.(string); ok && strings.HasPrefix(msg, "token: ") {
+				out = "panic"
+				return
+			}
+			out = fmt.Sprintf("panic(%v)", r)
+		}
+	}()
+	return act()
+}
+
+// outcome formats the observable end of an iteration: the actors' results
+// in order and the final Stats.
+func outcome(results []string, st atomicsem.Stats) string {
+	return fmt.Sprintf("%s | avail=%d held=%d limit=%d waiters=%d closed=%t",
+		strings.Join(results, " "), st.Available, st.Held, st.Limit, st.Waiters, st.Closed)
+}
+
+// world is the sequential state a race is checked against: the model
+// semaphore and, for each token of the setup, whether it is spent.
+type world struct {
+	sem   model.Semaphore
+	spent [2]bool
+}
+
+// step is one actor's operation applied to a world; it returns the actor's
+// result as race reports it.
+type step func(w *world) string
+
+// allowedOutcomes returns, sorted, the outcome of every order of steps
+// applied to init.
+func allowedOutcomes(init world, steps ...step) []string {
+	set := map[string]bool{}
+	order := make([]int, len(steps))
+	for i := range order {
+		order[i] = i
+	}
+	var permute func(k int)
+	permute = func(k int) {
+		if k == len(order) {
+			w := init
+			results := make([]string, len(steps))
+			for _, i := range order {
+				results[i] = steps[i](&w)
+			}
+			st := w.sem.Stats()
+			set[outcome(results, atomicsem.Stats{
+				Available: st.Available, Held: st.Held, Limit: st.Limit, Closed: st.Closed,
+			})] = true
+			return
+		}
+		for i := k; i < len(order); i++ {
+			order[k], order[i] = order[i], order[k]
+			permute(k + 1)
+			order[k], order[i] = order[i], order[k]
+		}
+	}
+	permute(0)
+	return slices.Sorted(maps.Keys(set))
+}
+
+// Model steps for the actors the races use.
+
+func releaseStep(tok int, n int64) step {
+	return func(w *world) string {
+		if w.spent[tok] {
+			return "panic"
+		}
+		w.spent[tok] = true
+		w.sem.Release(n)
+		return "ok"
+	}
+}
+
+func forgetStep(tok int, n int64) step {
+	return func(w *world) string {
+		if w.spent[tok] {
+			return "panic"
+		}
+		w.spent[tok] = true
+		w.sem.Forget(n)
+		return "ok"
+	}
+}
+
+func boolResult(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "fail"
+}
+
+func errResult(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case err == atomicsem.ErrClosed:
+		return "closed"
+	}
+	return err.Error()
+}
+
+// runRace runs iterate the configured number of times, counts the outcomes
+// it returns, logs the table and fails on any outcome not in allowed.
+func runRace(t *testing.T, allowed []string, iterate func(t *testing.T) string) {
+	if installRaceHook != nil {
+		defer installRaceHook()()
+	}
+	n := iterations()
+	table := map[string]int{}
+	began := time.Now()
+	for range n {
+		table[iterate(t)]++
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d iterations in %v (hooks: %t, race detector: %t)\n",
+		n, time.Since(began).Round(time.Millisecond), installRaceHook != nil, raceDetector())
+	var forbidden []string
+	for _, o := range slices.Sorted(maps.Keys(table)) {
+		mark := "allowed  "
+		if !slices.Contains(allowed, o) {
+			mark = "FORBIDDEN"
+			forbidden = append(forbidden, o)
+		}
+		fmt.Fprintf(&b, "  %s %8d  %s\n", mark, table[o], o)
+	}
+	for _, o := range allowed {
+		if table[o] == 0 {
+			fmt.Fprintf(&b, "  allowed  %8d  %s\n", 0, o)
+		}
+	}
+	t.Log(b.String())
+	require.Empty(t, forbidden, "outcomes no sequential order produces")
+}
+
+// Two Releases of one token: exactly one returns the permit, the other
+// panics, and the permit is back once, not twice.
+func TestRaceReleaseAndReleaseOnOneToken(t *testing.T) {
+	allowed := allowedOutcomes(world{sem: model.Semaphore{Count: 1, Total: 2, Max: 2}},
+		releaseStep(0, 1), releaseStep(0, 1))
+	runRace(t, allowed, func(t *testing.T) string {
+		s := mustNew(t, 2, 2)
+		tok := mustTake(t, s, 1)
+		res := race(
+			func() string { tok.Release(); return "ok" },
+			func() string { tok.Release(); return "ok" },
+		)
+		return outcome(res, s.Stats())
+	})
+}
+
+// Release and Forget of one token: exactly one succeeds, and the final state
+// is the one that call alone produces.
+func TestRaceReleaseAndForgetOnOneToken(t *testing.T) {
+	allowed := allowedOutcomes(world{sem: model.Semaphore{Count: 1, Total: 2, Max: 2}},
+		releaseStep(0, 1), forgetStep(0, 1))
+	runRace(t, allowed, func(t *testing.T) string {
+		s := mustNew(t, 2, 2)
+		tok := mustTake(t, s, 1)
+		res := race(
+			func() string { tok.Release(); return "ok" },
+			func() string { tok.Forget(); return "ok" },
+		)
+		return outcome(res, s.Stats())
+	})
+}
+
+// Release ‖ TryAcquire ‖ Forget ‖ TryRelease ‖ SetLimit on one semaphore:
+// every final state, with which calls succeeded, must be that of one of the
+// 120 orders of the five calls.
+func TestRaceMixedOperationsOnOneSemaphore(t *testing.T) {
+	// New(2, 4) with two tokens of 1 taken: token 0 is released, token 1
+	// forgotten.
+	init := world{sem: model.Semaphore{Count: 0, Total: 2, Max: 4}}
+	allowed := allowedOutcomes(init,
+		releaseStep(0, 1),
+		func(w *world) string { return boolResult(w.sem.TryAcquire(1)) },
+		forgetStep(1, 1),
+		func(w *world) string { return boolResult(w.sem.TryRelease(1)) },
+		func(w *world) string { return boolResult(w.sem.SetLimit(3) == model.OK) },
+	)
+	runRace(t, allowed, func(t *testing.T) string {
+		s := mustNew(t, 2, 4)
+		released, forgotten := mustTake(t, s, 1), mustTake(t, s, 1)
+		var got token.Token
+		res := race(
+			func() string { released.Release(); return "ok" },
+			func() string {
+				var ok bool
+				got, ok = s.TryAcquire(1)
+				return boolResult(ok)
+			},
+			func() string { forgotten.Forget(); return "ok" },
+			func() string { return boolResult(s.TryRelease(1)) },
+			func() string { return boolResult(s.SetLimit(3) == nil) },
+		)
+		o := outcome(res, s.Stats())
+		if got.Permits() > 0 {
+			got.Release()
+		}
+		return o
+	})
+}
+
+// Close ‖ Release ‖ Forget ‖ TryRelease ‖ SetLimit on one word (the
+// tokio-rs/tokio#8020 shape): the closed flag survives every interleaving,
+// and each call sees the semaphore either open or closed, never a mix.
+func TestRaceCloseAgainstWordChanges(t *testing.T) {
+	// New(3, 4) with two tokens of 1 taken: token 0 is released, token 1
+	// forgotten.
+	init := world{sem: model.Semaphore{Count: 1, Total: 3, Max: 4}}
+	allowed := allowedOutcomes(init,
+		func(w *world) string { w.sem.Close(); return "ok" },
+		releaseStep(0, 1),
+		forgetStep(1, 1),
+		func(w *world) string { return boolResult(w.sem.TryRelease(1)) },
+		func(w *world) string { return errResult(modelErr(w.sem.SetLimit(2))) },
+	)
+	runRace(t, allowed, func(t *testing.T) string {
+		s := mustNew(t, 3, 4)
+		released, forgotten := mustTake(t, s, 1), mustTake(t, s, 1)
+		res := race(
+			func() string { s.Close(); return "ok" },
+			func() string { released.Release(); return "ok" },
+			func() string { forgotten.Forget(); return "ok" },
+			func() string { return boolResult(s.TryRelease(1)) },
+			func() string { return errResult(s.SetLimit(2)) },
+		)
+		return outcome(res, s.Stats())
+	})
+}
+
+func modelErr(o model.Outcome) error {
+	if o == model.Closed {
+		return atomicsem.ErrClosed
+	}
+	return nil
+}
+
+// A parked waiter's cancellation ‖ the release that would grant it, with a
+// second waiter behind it (the golang/go#63615 shape): either the first
+// waiter gets the permit, or it returns ctx.Err() and the permit reaches the
+// second waiter. A permit that reaches nobody is a lost wake-up.
+func TestRaceCancelAgainstGrant(t *testing.T) {
+	allowed := []string{
+		"first=ok second=parked | avail=0 held=1 limit=1 waiters=1 closed=false",
+		"first=context canceled second=ok | avail=0 held=1 limit=1 waiters=0 closed=false",
+	}
+	runRace(t, allowed, func(t *testing.T) string {
+		s := mustNew(t, 1, 1)
+		held := mustTake(t, s, 1)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		first := goAcquire(ctx, s, 1)
+		waitWaiters(s, 1)
+		second := goAcquire(t.Context(), s, 1)
+		waitWaiters(s, 2)
+
+		race(
+			func() string { cancel(); return "ok" },
+			func() string { held.Release(); return "ok" },
+		)
+		secondState := "parked"
+		<-first.done
+		if first.err != nil && !waitDone(second, 5*time.Second) {
+			secondState = "parked (lost wake-up)"
+		}
+		if second.returned() {
+			secondState = errResult(second.err)
+		}
+		o := fmt.Sprintf("first=%s second=%s", errResult(first.err), secondState)
+		o = outcome([]string{o}, s.Stats())
+
+		// Leave nothing parked: release whatever was granted, and close
+		// the semaphore if a permit was lost.
+		if first.err == nil {
+			first.tok.Release()
+		}
+		if !waitDone(second, 5*time.Second) {
+			s.Close()
+			<-second.done
+		}
+		if second.err == nil {
+			second.tok.Release()
+		}
+		return o
+	})
+}
+
+// waitWaiters waits until n Acquire calls are queued on s.
+func waitWaiters(s *atomicsem.Semaphore, n int) {
+	for s.Stats().Waiters < n {
+		runtime.Gosched()
+	}
+}
+
+// waitDone reports whether p returns within d.
+func waitDone(p *pendingAcquire, d time.Duration) bool {
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}

@@ -1,0 +1,204 @@
+//go:build atomicsem_hooks
+
+package atomicsem_test
+
+// Scenarios that stop one goroutine at an exact hook site inside the
+// semaphore while the test acts, so that an interleaving that is a
+// one-in-a-million accident under load happens every time. Build with
+// -tags atomicsem_hooks.
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/atomic"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/internal/hook"
+	"github.com/atomicsem/atomicsem/token"
+)
+
+// stopper blocks the goroutines that reach chosen hook sites, one at a time:
+// each stop is announced on stopped and lasts until resume is called. Its
+// channels are made in the bubble, so a stopped goroutine is durably blocked.
+type stopper struct {
+	stopped chan hook.Site
+	resumed chan struct{}
+}
+
+// installStopper installs a hook that stops the goroutine at a site when
+// stopAt(site) says so, and removes it when the test ends. stopAt is called
+// by whichever goroutine reaches a site and must be safe for that.
+func installStopper(t *testing.T, stopAt func(hook.Site) bool) *stopper {
+	st := &stopper{stopped: make(chan hook.Site), resumed: make(chan struct{})}
+	restore := hook.Set(func(site hook.Site) {
+		if stopAt(site) {
+			st.stopped <- site
+			<-st.resumed
+		}
+	})
+	t.Cleanup(restore)
+	return st
+}
+
+// waitStop returns once a goroutine is stopped, at the site it names.
+func (st *stopper) waitStop() hook.Site { return <-st.stopped }
+
+// resume lets the stopped goroutine go on.
+func (st *stopper) resume() { st.resumed <- struct{}{} }
+
+// Bug shape (golang/go#63615): a grant that races the waiter's cancellation.
+// The waiter's context is cancelled while the releasing goroutine, holding
+// the queue lock, is about to grant it the permits, so the waiter has chosen
+// ctx.Done and can only learn of the grant afterwards. It must return
+// ctx.Err() and pass the permits on to the next waiter, leaving Stats exact;
+// a waiter that drops them leaks a permit, one that keeps them returns an
+// error while holding permits nobody will release.
+func TestScenarioGrantRacingCancelIsPassedOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 1, 1)
+		held := mustTake(t, s, 1)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		first := park(t, s, ctx, 1)
+		second := park(t, s, t.Context(), 1)
+
+		// Stop the release in dispatch, between its load of the word and the
+		// CAS that grants first, and then at the next word change: first's
+		// cancellation handing the permit back.
+		var dispatching atomic.Bool
+		var casStops atomic.Int32
+		st := installStopper(t, func(site hook.Site) bool {
+			switch site {
+			case hook.BeforeDispatch:
+				dispatching.Store(true)
+			case hook.BeforeCAS:
+				return dispatching.Load() && casStops.Inc() <= 2
+			}
+			return false
+		})
+		released := make(chan struct{})
+		go func() {
+			defer close(released)
+			held.Release()
+		}()
+		require.Equal(t, hook.BeforeCAS, st.waitStop())
+
+		// first wakes on ctx.Done and queues for the lock that the release
+		// holds; the grant is decided before first can withdraw.
+		cancel()
+		st.resume()
+		require.Equal(t, hook.BeforeCAS, st.waitStop())
+		require.False(t, first.returned())
+		require.Equal(t, atomicsem.Stats{Available: 0, Held: 1, Limit: 1, Max: 1, Waiters: 1}, s.Stats(),
+			"first should hold the grant while its cancellation hands it on")
+		st.resume()
+
+		synctest.Wait()
+		<-released
+		require.True(t, first.returned())
+		require.ErrorIs(t, first.err, context.Canceled)
+		require.Zero(t, first.tok.Permits())
+		requireGranted(t, second, 1)
+		require.Equal(t, atomicsem.Stats{Available: 0, Held: 1, Limit: 1, Max: 1}, s.Stats())
+		second.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 1, Held: 0, Limit: 1, Max: 1}, s.Stats())
+	})
+}
+
+// Bug shape: the other side of the same race. A waiter that was granted its
+// permits and woken, and whose context is cancelled before it returns, owns
+// the permits: it must return them as a token, not drop them and not also
+// report ctx.Err().
+func TestScenarioGrantBeforeCancelKeepsThePermits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 1, 1)
+		held := mustTake(t, s, 1)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		p := park(t, s, ctx, 1)
+
+		st := installStopper(t, func(site hook.Site) bool { return site == hook.AfterWake })
+		held.Release()
+		require.Equal(t, hook.AfterWake, st.waitStop())
+		cancel()
+		st.resume()
+
+		synctest.Wait()
+		requireGranted(t, p, 1)
+		require.Equal(t, atomicsem.Stats{Available: 0, Held: 1, Limit: 1, Max: 1}, s.Stats())
+		p.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 1, Held: 0, Limit: 1, Max: 1}, s.Stats())
+	})
+}
+
+// Bug shape (tokio-rs/tokio#8020): an operation that loads the word before
+// Close and writes back a word built from its stale copy drops the closed
+// flag, and the semaphore reopens. Each operation here is stopped between
+// its load and its CAS while Close runs; afterwards the semaphore must still
+// be closed and the operation must have decided on the closed word.
+func TestScenarioClosedFlagSurvivesRacingCAS(t *testing.T) {
+	tests := []struct {
+		name string
+		// op runs the racing operation on a semaphore built New(2, 4) with
+		// one token of 1 taken (passed in).
+		op   func(s *atomicsem.Semaphore, tok *token.Token) any
+		want any
+		// stats after Close and op.
+		stats atomicsem.Stats
+	}{
+		{
+			name:  "Release",
+			op:    func(_ *atomicsem.Semaphore, tok *token.Token) any { tok.Release(); return nil },
+			stats: atomicsem.Stats{Available: 2, Held: 0, Limit: 2, Max: 4, Closed: true},
+		},
+		{
+			name:  "Forget",
+			op:    func(_ *atomicsem.Semaphore, tok *token.Token) any { tok.Forget(); return nil },
+			stats: atomicsem.Stats{Available: 1, Held: 0, Limit: 1, Max: 4, Closed: true},
+		},
+		{
+			name:  "TryRelease",
+			op:    func(s *atomicsem.Semaphore, _ *token.Token) any { return s.TryRelease(1) },
+			want:  false,
+			stats: atomicsem.Stats{Available: 1, Held: 1, Limit: 2, Max: 4, Closed: true},
+		},
+		{
+			name:  "SetLimit",
+			op:    func(s *atomicsem.Semaphore, _ *token.Token) any { return s.SetLimit(4) },
+			want:  atomicsem.ErrClosed,
+			stats: atomicsem.Stats{Available: 1, Held: 1, Limit: 2, Max: 4, Closed: true},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := mustNew(t, 2, 4)
+				tok := mustTake(t, s, 1)
+
+				var stops atomic.Int32
+				st := installStopper(t, func(site hook.Site) bool {
+					return site == hook.BeforeCAS && stops.Inc() == 1
+				})
+				got := make(chan any, 1)
+				go func() { got <- tt.op(s, tok) }()
+				require.Equal(t, hook.BeforeCAS, st.waitStop())
+				s.Close()
+				st.resume()
+
+				if err, ok := tt.want.(error); ok {
+					require.ErrorIs(t, (<-got).(error), err)
+				} else {
+					require.Equal(t, tt.want, <-got)
+				}
+				require.Equal(t, tt.stats, s.Stats())
+				require.False(t, s.TryRelease(1), "the semaphore reopened")
+				if tok.Permits() > 0 {
+					tok.Release()
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,153 @@
+// Command targets reads the raw output of the benchmark suite and prints,
+// for each performance target of atomicsem, the medians it compares, their
+// ratio, the target and whether the run meets it.
+//
+// Usage:
+//
+//	go run ./cmd/targets results.txt...
+//
+// Ratios come from medians of the same run, so that noise from other work on
+// the machine, which moves every column of a run together, cancels out as
+// far as it can. benchstat gives the spread of each median.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// procsSuffix is the -GOMAXPROCS suffix that go test adds to names.
+var procsSuffix = regexp.MustCompile(`-\d+$`)
+
+// samples maps a benchmark name (without the suffix) and a unit to the
+// values seen.
+type samples map[string]map[string][]float64
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: targets results.txt...")
+		os.Exit(2)
+	}
+	all := samples{}
+	for _, path := range os.Args[1:] {
+		f, err := os.Open(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		all.read(f)
+		f.Close()
+	}
+	all.report(os.Stdout)
+}
+
+// read adds every benchmark result line of r.
+func (s samples) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
+			continue
+		}
+		name := procsSuffix.ReplaceAllString(fields[0], "")
+		// fields[1] is the iteration count; then value-unit pairs.
+		for i := 2; i+1 < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				break
+			}
+			if s[name] == nil {
+				s[name] = map[string][]float64{}
+			}
+			s[name][fields[i+1]] = append(s[name][fields[i+1]], v)
+		}
+	}
+}
+
+// median returns the median of name's values in unit, and whether there
+// were any.
+func (s samples) median(name, unit string) (float64, bool) {
+	vs := slices.Clone(s[name][unit])
+	if len(vs) == 0 {
+		return 0, false
+	}
+	slices.Sort(vs)
+	if len(vs)%2 == 1 {
+		return vs[len(vs)/2], true
+	}
+	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2, true
+}
+
+// target is one line of the report: num/den in unit must not exceed max.
+// With den empty, the median of num itself is compared with max.
+type target struct {
+	what     string
+	num, den string
+	unit     string
+	max      float64
+}
+
+var targets = []target{
+	{"serial Acquire+Release vs floor", "Uncontended/impl=atomicsem/op=acquire", "Uncontended/impl=floor/op=acquire", "ns/op", 1.3},
+	{"serial Acquire+Release vs xsync", "Uncontended/impl=atomicsem/op=acquire", "Uncontended/impl=xsync/op=acquire", "ns/op", 0.6},
+	{"serial TryAcquire+Release vs floor", "Uncontended/impl=atomicsem/op=tryacquire", "Uncontended/impl=floor/op=tryacquire", "ns/op", 1.2},
+	{"direct Acquire+Release vs floor", "Direct/impl=atomicsem/op=acquire", "Direct/impl=floor/op=acquire", "ns/op", 1.3},
+	{"direct Acquire+Release vs xsync", "Direct/impl=atomicsem/op=acquire", "Direct/impl=xsync/op=acquire", "ns/op", 0.6},
+	{"direct TryAcquire+Release vs floor", "Direct/impl=atomicsem/op=tryacquire", "Direct/impl=floor/op=tryacquire", "ns/op", 1.2},
+	{"parallel, no parking, vs floor", "Parallel/impl=atomicsem", "Parallel/impl=floor", "ns/op", 1.3},
+	{"contended FIFO limit=1 vs xsync", "Contended/impl=atomicsem/limit=1", "Contended/impl=xsync/limit=1", "ns/op", 0.5},
+	{"contended FIFO limit=1 vs chan", "Contended/impl=atomicsem/limit=1", "Contended/impl=chan/limit=1", "ns/op", 1.0},
+	{"contended FIFO limit=1 allocs", "Contended/impl=atomicsem/limit=1", "", "allocs/op", 0},
+	{"contended FIFO limit=4 vs xsync", "Contended/impl=atomicsem/limit=4", "Contended/impl=xsync/limit=4", "ns/op", 0.5},
+	{"contended FIFO limit=4 vs chan", "Contended/impl=atomicsem/limit=4", "Contended/impl=chan/limit=4", "ns/op", 1.0},
+	{"contended FIFO limit=4 allocs", "Contended/impl=atomicsem/limit=4", "", "allocs/op", 0},
+	{"contended barging limit=1 vs syncmutex", "Contended/impl=atomicsem-barging/limit=1", "Contended/impl=syncmutex/limit=1", "ns/op", 2.0},
+	{"queue 10000 vs 0, FIFO TryAcquire", "QueueLen/impl=atomicsem/op=tryacquire/parked=10000", "QueueLen/impl=atomicsem/op=tryacquire/parked=0", "ns/op", 1.2},
+	{"queue 10000 vs 0, FIFO Acquire", "QueueLen/impl=atomicsem/op=acquire/parked=10000", "QueueLen/impl=atomicsem/op=acquire/parked=0", "ns/op", 1.2},
+	{"queue 10000 vs 0, barging TryAcquire", "QueueLen/impl=atomicsem-barging/op=tryacquire/parked=10000", "QueueLen/impl=atomicsem-barging/op=tryacquire/parked=0", "ns/op", 1.2},
+	{"queue 10000 vs 0, barging Acquire", "QueueLen/impl=atomicsem-barging/op=acquire/parked=10000", "QueueLen/impl=atomicsem-barging/op=acquire/parked=0", "ns/op", 1.2},
+	{"parked waiter beyond its goroutine", "ParkedMemory/impl=atomicsem", "", "B/waiter-net", 64},
+	{"cancel allocs beyond the ctx's", "Cancel/impl=atomicsem", "Cancel/impl=ctxonly", "allocs/op", 1.0},
+	{"cancel bytes beyond the ctx's", "Cancel/impl=atomicsem", "Cancel/impl=ctxonly", "B/op", 1.0},
+}
+
+// report prints one line per target that the results cover.
+func (s samples) report(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "target\tsubject\tbaseline\tratio\twant\tmet")
+	for _, t := range targets {
+		num, ok := s.median("Benchmark"+t.num, t.unit)
+		if !ok {
+			continue
+		}
+		if t.den == "" {
+			fmt.Fprintf(tw, "%s\t%.4g %s\t\t\t≤ %g\t%s\n", t.what, num, t.unit, t.max, yes(num <= t.max))
+			continue
+		}
+		den, ok := s.median("Benchmark"+t.den, t.unit)
+		if !ok {
+			continue
+		}
+		if den == 0 {
+			fmt.Fprintf(tw, "%s\t%.4g %s\t%.4g %s\t\t≤ %g×\t%s\n", t.what, num, t.unit, den, t.unit, t.max, yes(num == 0))
+			continue
+		}
+		ratio := num / den
+		fmt.Fprintf(tw, "%s\t%.4g %s\t%.4g %s\t%.2f×\t≤ %g×\t%s\n", t.what, num, t.unit, den, t.unit, ratio, t.max, yes(ratio <= t.max))
+	}
+	tw.Flush()
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "NO"
+}

@@ -1,0 +1,79 @@
+package bench_test
+
+import (
+	"context"
+	"testing"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+)
+
+// BenchmarkDirect repeats the single-goroutine cases of BenchmarkUncontended
+// with direct calls instead of the sem interface, so that the compiler may
+// inline what it can. It shows the fast paths as a caller sees them, without
+// the dynamic call every column of the other benchmarks pays.
+func BenchmarkDirect(b *testing.B) {
+	ctx := context.Background()
+	b.Run("impl=atomicsem/op=acquire", func(b *testing.B) {
+		s, _ := atomicsem.New(1, 1)
+		b.ReportAllocs()
+		defer measureCPU(b)()
+		for i := 0; i < b.N; i++ {
+			t, err := s.Acquire(ctx, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t.Release()
+		}
+	})
+	b.Run("impl=atomicsem/op=tryacquire", func(b *testing.B) {
+		s, _ := atomicsem.New(1, 1)
+		b.ReportAllocs()
+		defer measureCPU(b)()
+		for i := 0; i < b.N; i++ {
+			t, ok := s.TryAcquire(1)
+			if !ok {
+				b.Fatal("TryAcquire failed on a free semaphore")
+			}
+			t.Release()
+		}
+	})
+	b.Run("impl=xsync/op=acquire", func(b *testing.B) {
+		s := semaphore.NewWeighted(1)
+		b.ReportAllocs()
+		defer measureCPU(b)()
+		for i := 0; i < b.N; i++ {
+			if err := s.Acquire(ctx, 1); err != nil {
+				b.Fatal(err)
+			}
+			s.Release(1)
+		}
+	})
+	b.Run("impl=xsync/op=tryacquire", func(b *testing.B) {
+		s := semaphore.NewWeighted(1)
+		b.ReportAllocs()
+		defer measureCPU(b)()
+		for i := 0; i < b.N; i++ {
+			if !s.TryAcquire(1) {
+				b.Fatal("TryAcquire failed on a free semaphore")
+			}
+			s.Release(1)
+		}
+	})
+	for _, op := range []string{"acquire", "tryacquire"} {
+		// floor has one path for both.
+		b.Run("impl=floor/op="+op, func(b *testing.B) {
+			f, h := &floorSem{}, new(held)
+			f.v.Store(1)
+			b.ReportAllocs()
+			defer measureCPU(b)()
+			for i := 0; i < b.N; i++ {
+				if !f.tryAcquire(1, h) {
+					b.Fatal("floor failed on a free semaphore")
+				}
+				f.release(h)
+			}
+		})
+	}
+}

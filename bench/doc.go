@@ -1,0 +1,16 @@
+// Package bench holds the benchmark suite that compares atomicsem with
+// other ways to bound concurrency: golang.org/x/sync/semaphore, a buffered
+// channel, a mutex with a condition variable, a bare sync.Mutex and a bare
+// one-word compare-and-swap counter (the floor any one-word design can
+// reach).
+//
+// It is a module of its own so that its baselines never become
+// dependencies of atomicsem. Every benchmark runs each implementation in the
+// same process, under sub-benchmark names of the form
+// BenchmarkX/impl=NAME/..., so that
+//
+//	benchstat -col /impl results.txt
+//
+// prints one column per implementation. run.sh runs the suite and prints
+// the tables; docs/benchmarks.md reports the figures and what they mean.
+package bench

@@ -1,0 +1,319 @@
+package bench_test
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/token"
+)
+
+// sem is what every implementation under test offers the benchmarks. All of
+// them, the subject included, are called through it, so the cost of the
+// dynamic call is the same in every column.
+type sem interface {
+	// acquire blocks until n permits are recorded in h, or ctx is done.
+	acquire(ctx context.Context, n int64, h *held) error
+	// tryAcquire takes n permits into h without blocking and reports
+	// whether it did.
+	tryAcquire(n int64, h *held) bool
+	// release gives back what h holds.
+	release(h *held)
+}
+
+// limitSetter is implemented by the semaphores whose limit can move while
+// permits are held.
+type limitSetter interface {
+	setLimit(limit int64)
+}
+
+// waiterCounter is implemented by the semaphores that can say how many
+// acquirers are parked, so that a benchmark can wait for them exactly.
+type waiterCounter interface {
+	waiters() int
+}
+
+// held records what one acquire took. Each benchmark goroutine allocates one
+// and reuses it, so the harness itself allocates nothing per operation.
+//
+// It is padded to 128 bytes, a size class whose objects start on a 128-byte
+// boundary, so that no two goroutines' records share a cache line: the
+// token's spent flag is written on every release, and false sharing between
+// neighbouring records would bill the harness's layout to atomicsem.
+type held struct {
+	tok token.Token // atomicsem's guard
+	n   int64       // the others' count
+	_   [128 - 40]byte
+}
+
+// impl names an implementation and builds one with limit permits available
+// out of a ceiling of max (only atomicsem has a ceiling; the others use
+// limit).
+type impl struct {
+	name string
+	new  func(limit, max int64) sem
+}
+
+var impls = map[string]impl{
+	"atomicsem": {"atomicsem", func(limit, max int64) sem {
+		return newAtomicsem(limit, max)
+	}},
+	"atomicsem-barging": {"atomicsem-barging", func(limit, max int64) sem {
+		return newAtomicsem(limit, max, atomicsem.WithBarging())
+	}},
+	"xsync": {"xsync", func(limit, _ int64) sem {
+		return xsyncSem{semaphore.NewWeighted(limit)}
+	}},
+	"chan": {"chan", func(limit, _ int64) sem {
+		return &chanSem{ch: make(chan struct{}, limit)}
+	}},
+	"mutex": {"mutex", func(limit, _ int64) sem {
+		c := &condSem{avail: limit}
+		c.cond.L = &c.mu
+		return c
+	}},
+	"floor": {"floor", func(limit, _ int64) sem {
+		f := &floorSem{}
+		f.v.Store(limit)
+		return f
+	}},
+	"syncmutex": {"syncmutex", func(limit, _ int64) sem {
+		if limit != 1 {
+			panic("syncmutex is a semaphore of one permit only")
+		}
+		return &mutexSem{}
+	}},
+	// ctxonly is no semaphore: see BenchmarkCancel.
+	"ctxonly": {"ctxonly", nil},
+}
+
+// pick returns the named implementations in the given order, which is the
+// order benchstat shows its columns in.
+func pick(names ...string) []impl {
+	out := make([]impl, len(names))
+	for i, name := range names {
+		im, ok := impls[name]
+		if !ok {
+			panic("unknown implementation " + name)
+		}
+		out[i] = im
+	}
+	return out
+}
+
+// atomicsemSem is the subject.
+type atomicsemSem struct{ s *atomicsem.Semaphore }
+
+func newAtomicsem(limit, max int64, opts ...atomicsem.Option) atomicsemSem {
+	s, err := atomicsem.New(limit, max, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return atomicsemSem{s}
+}
+
+func (a atomicsemSem) acquire(ctx context.Context, n int64, h *held) error {
+	var err error
+	h.tok, err = a.s.Acquire(ctx, n)
+	return err
+}
+
+func (a atomicsemSem) tryAcquire(n int64, h *held) bool {
+	var ok bool
+	h.tok, ok = a.s.TryAcquire(n)
+	return ok
+}
+
+func (a atomicsemSem) release(h *held) { h.tok.Release() }
+
+func (a atomicsemSem) setLimit(limit int64) {
+	if err := a.s.SetLimit(limit); err != nil {
+		panic(err)
+	}
+}
+
+func (a atomicsemSem) waiters() int { return a.s.Stats().Waiters }
+
+// xsyncSem is golang.org/x/sync/semaphore.Weighted, the usual choice.
+type xsyncSem struct{ w *semaphore.Weighted }
+
+func (x xsyncSem) acquire(ctx context.Context, n int64, h *held) error {
+	h.n = n
+	return x.w.Acquire(ctx, n)
+}
+
+func (x xsyncSem) tryAcquire(n int64, h *held) bool {
+	h.n = n
+	return x.w.TryAcquire(n)
+}
+
+func (x xsyncSem) release(h *held) { x.w.Release(h.n) }
+
+// chanSem is a buffered channel: a send takes a permit, a receive returns
+// one. A request for several permits sends once per permit while holding
+// multi, so that two of them can never each hold part of what the other
+// needs and deadlock; single-permit requests do not take the lock.
+type chanSem struct {
+	ch    chan struct{}
+	multi sync.Mutex
+}
+
+func (c *chanSem) acquire(ctx context.Context, n int64, h *held) error {
+	h.n = n
+	done := ctx.Done()
+	if n == 1 {
+		select {
+		case c.ch <- struct{}{}:
+			return nil
+		case <-done:
+			return ctx.Err()
+		}
+	}
+	c.multi.Lock()
+	defer c.multi.Unlock()
+	for i := int64(0); i < n; i++ {
+		select {
+		case c.ch <- struct{}{}:
+		case <-done:
+			c.drain(i)
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (c *chanSem) tryAcquire(n int64, h *held) bool {
+	h.n = n
+	if n == 1 {
+		select {
+		case c.ch <- struct{}{}:
+			return true
+		default:
+			return false
+		}
+	}
+	if !c.multi.TryLock() {
+		return false
+	}
+	defer c.multi.Unlock()
+	for i := int64(0); i < n; i++ {
+		select {
+		case c.ch <- struct{}{}:
+		default:
+			c.drain(i)
+			return false
+		}
+	}
+	return true
+}
+
+func (c *chanSem) release(h *held) { c.drain(h.n) }
+
+func (c *chanSem) drain(n int64) {
+	for i := int64(0); i < n; i++ {
+		<-c.ch
+	}
+}
+
+// condSem is the textbook semaphore: a counter under a sync.Mutex, with a
+// sync.Cond to wait on. A release broadcasts, because with weighted requests
+// a single signal can wake a waiter that still does not fit while one that
+// would fit sleeps on. A waiter with a cancellable ctx registers a
+// context.AfterFunc that broadcasts, since a Cond cannot select on ctx.
+type condSem struct {
+	mu    sync.Mutex
+	cond  sync.Cond
+	avail int64
+}
+
+func (c *condSem) acquire(ctx context.Context, n int64, h *held) error {
+	h.n = n
+	c.mu.Lock()
+	if c.avail >= n {
+		c.avail -= n
+		c.mu.Unlock()
+		return nil
+	}
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() {
+			c.mu.Lock()
+			c.cond.Broadcast()
+			c.mu.Unlock()
+		})
+		defer stop()
+	}
+	for c.avail < n {
+		if err := ctx.Err(); err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		c.cond.Wait()
+	}
+	c.avail -= n
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *condSem) tryAcquire(n int64, h *held) bool {
+	h.n = n
+	c.mu.Lock()
+	ok := c.avail >= n
+	if ok {
+		c.avail -= n
+	}
+	c.mu.Unlock()
+	return ok
+}
+
+func (c *condSem) release(h *held) {
+	c.mu.Lock()
+	c.avail += h.n
+	c.cond.Broadcast()
+	c.mu.Unlock()
+}
+
+// floorSem is the least any one-word semaphore can do: a compare-and-swap
+// loop to take permits and an atomic add to return them, with no fairness,
+// no flags, no guard and no way to park. Its acquire spins, so it runs only
+// in benchmarks where it never has to wait.
+type floorSem struct{ v atomic.Int64 }
+
+func (f *floorSem) acquire(_ context.Context, n int64, h *held) error {
+	for !f.tryAcquire(n, h) {
+		runtime.Gosched()
+	}
+	return nil
+}
+
+func (f *floorSem) tryAcquire(n int64, h *held) bool {
+	h.n = n
+	for {
+		old := f.v.Load()
+		if old < n {
+			return false
+		}
+		if f.v.CompareAndSwap(old, old-n) {
+			return true
+		}
+	}
+}
+
+func (f *floorSem) release(h *held) { f.v.Add(h.n) }
+
+// mutexSem is a bare sync.Mutex: the reference for a semaphore of one
+// permit under contention, where barging lets it skip most hand-offs. It
+// ignores ctx.
+type mutexSem struct{ mu sync.Mutex }
+
+func (m *mutexSem) acquire(context.Context, int64, *held) error {
+	m.mu.Lock()
+	return nil
+}
+
+func (m *mutexSem) tryAcquire(int64, *held) bool { return m.mu.TryLock() }
+
+func (m *mutexSem) release(*held) { m.mu.Unlock() }

@@ -1,0 +1,331 @@
+package bench_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Most cases run these, in this column order.
+var (
+	everyone = []string{"atomicsem", "atomicsem-barging", "xsync", "chan", "mutex", "floor"}
+	parkers  = []string{"atomicsem", "atomicsem-barging", "xsync", "chan", "mutex"}
+)
+
+// manyPermits is a limit far above the number of goroutines, so that no
+// acquire ever waits.
+const manyPermits = 1 << 16
+
+// BenchmarkUncontended measures one goroutine taking and returning one permit
+// of one: the cost of the fast paths with the state word in this core's cache.
+func BenchmarkUncontended(b *testing.B) {
+	ctx := context.Background()
+	for _, im := range pick(everyone...) {
+		b.Run("impl="+im.name+"/op=acquire", func(b *testing.B) {
+			s, h := im.new(1, 1), new(held)
+			b.ReportAllocs()
+			defer measureCPU(b)()
+			for i := 0; i < b.N; i++ {
+				if err := s.acquire(ctx, 1, h); err != nil {
+					b.Fatal(err)
+				}
+				s.release(h)
+			}
+		})
+		b.Run("impl="+im.name+"/op=tryacquire", func(b *testing.B) {
+			s, h := im.new(1, 1), new(held)
+			b.ReportAllocs()
+			defer measureCPU(b)()
+			for i := 0; i < b.N; i++ {
+				if !s.tryAcquire(1, h) {
+					b.Fatal("tryAcquire failed on a free semaphore")
+				}
+				s.release(h)
+			}
+		})
+	}
+}
+
+// BenchmarkParallel measures GOMAXPROCS goroutines taking and returning one
+// permit each from a limit far above their number: no acquire ever waits,
+// so this is the fast path with the word's cache line moving between cores.
+func BenchmarkParallel(b *testing.B) {
+	for _, im := range pick(everyone...) {
+		b.Run("impl="+im.name, func(b *testing.B) {
+			s := im.new(manyPermits, manyPermits)
+			b.ReportAllocs()
+			defer measureCPU(b)()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx, h := context.Background(), new(held)
+				for pb.Next() {
+					if err := s.acquire(ctx, 1, h); err != nil {
+						panic(err)
+					}
+					s.release(h)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkContended measures hand-off: 64 goroutines per P take and return
+// one permit of a limit of 1 or 4, with nothing done while holding it, so
+// most acquires park and most releases wake someone. syncmutex, a bare
+// sync.Mutex, is the reference for what barging buys with one permit.
+func BenchmarkContended(b *testing.B) {
+	for _, limit := range []int64{1, 4} {
+		names := parkers
+		if limit == 1 {
+			names = append(names[:len(names):len(names)], "syncmutex")
+		}
+		for _, im := range pick(names...) {
+			b.Run(fmt.Sprintf("impl=%s/limit=%d", im.name, limit), func(b *testing.B) {
+				s := im.new(limit, limit)
+				b.ReportAllocs()
+				defer measureCPU(b)()
+				b.SetParallelism(64)
+				b.RunParallel(func(pb *testing.PB) {
+					ctx, h := context.Background(), new(held)
+					for pb.Next() {
+						if err := s.acquire(ctx, 1, h); err != nil {
+							panic(err)
+						}
+						s.release(h)
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkWeighted measures a mix of request sizes: 8 goroutines per P
+// cycle through weights 1 to 8 on a limit of 16, so large requests wait
+// behind small ones and the fairness policy decides who goes next.
+func BenchmarkWeighted(b *testing.B) {
+	const limit = 16
+	for _, im := range pick(parkers...) {
+		b.Run("impl="+im.name+"/limit=16", func(b *testing.B) {
+			s := im.new(limit, limit)
+			var seed atomic.Int64
+			b.ReportAllocs()
+			defer measureCPU(b)()
+			b.SetParallelism(8)
+			b.RunParallel(func(pb *testing.PB) {
+				ctx, h := context.Background(), new(held)
+				for i := seed.Add(1); pb.Next(); i++ {
+					if err := s.acquire(ctx, 1+i%8, h); err != nil {
+						panic(err)
+					}
+					s.release(h)
+				}
+			})
+		})
+	}
+}
+
+// cancelDeadline is short enough that it often passes while an acquirer of
+// BenchmarkCancel is parked behind the others, and long enough that the
+// acquirer usually gets to park first.
+const cancelDeadline = 5 * time.Microsecond
+
+// BenchmarkCancel measures a queue where half the acquires give up: 8
+// goroutines per P share one permit and hold it for a short spin; every
+// other acquire of each goroutine carries its own deadline of
+// cancelDeadline. The cancelled/op metric says what fraction of all acquires
+// timed out.
+//
+// Every acquire with a deadline pays for context.WithTimeout and for the
+// Done channel the context makes on first request; impl=ctxonly creates the
+// same contexts, asks for their channel and cancels them without a
+// semaphore, so its B/op and allocs/op are the context's share of the other
+// columns (its ns/op means nothing).
+func BenchmarkCancel(b *testing.B) {
+	for _, im := range pick(append(parkers[:len(parkers):len(parkers)], "ctxonly")...) {
+		b.Run("impl="+im.name, func(b *testing.B) {
+			var s sem
+			if im.new != nil {
+				s = im.new(1, 1)
+			}
+			var ids, cancelled atomic.Int64
+			b.ReportAllocs()
+			defer measureCPU(b)()
+			b.SetParallelism(8)
+			b.RunParallel(func(pb *testing.PB) {
+				h, background := new(held), context.Background()
+				for i := ids.Add(1); pb.Next(); i++ {
+					ctx, cancel := background, context.CancelFunc(nil)
+					if i%2 == 0 {
+						ctx, cancel = context.WithTimeout(background, cancelDeadline)
+					}
+					if s == nil {
+						// Any acquire that can wait on ctx asks for its
+						// channel, which a context makes on first request.
+						_ = ctx.Done()
+					} else {
+						switch err := s.acquire(ctx, 1, h); {
+						case err == nil:
+							spin(200)
+							s.release(h)
+						case errors.Is(err, context.DeadlineExceeded):
+							cancelled.Add(1)
+						default:
+							panic(err)
+						}
+					}
+					if cancel != nil {
+						cancel()
+					}
+				}
+			})
+			b.ReportMetric(float64(cancelled.Load())/float64(b.N), "cancelled/op")
+		})
+	}
+}
+
+// BenchmarkThrottle measures acquires while the limit moves: 8 goroutines
+// per P take and return one permit while one more goroutine sets the limit
+// to 1 and back to 16 as fast as it can. Only atomicsem can move its limit
+// with permits held; x/sync's Weighted has a fixed size, and the channel's
+// capacity is fixed.
+func BenchmarkThrottle(b *testing.B) {
+	for _, im := range pick("atomicsem", "atomicsem-barging") {
+		b.Run("impl="+im.name+"/limit=1..16", func(b *testing.B) {
+			s := im.new(16, 16)
+			setter := s.(limitSetter)
+			var stop atomic.Bool
+			var moves atomic.Int64
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					setter.setLimit(1)
+					runtime.Gosched()
+					setter.setLimit(16)
+					runtime.Gosched()
+					moves.Add(2)
+				}
+			}()
+			b.ReportAllocs()
+			defer measureCPU(b)()
+			b.SetParallelism(8)
+			b.RunParallel(func(pb *testing.PB) {
+				ctx, h := context.Background(), new(held)
+				for pb.Next() {
+					if err := s.acquire(ctx, 1, h); err != nil {
+						panic(err)
+					}
+					s.release(h)
+				}
+			})
+			b.StopTimer()
+			stop.Store(true)
+			wg.Wait()
+			b.ReportMetric(float64(moves.Load())/float64(b.N), "setlimit/op")
+		})
+	}
+}
+
+// BenchmarkQueueLen measures one goroutine taking and returning one permit
+// beside 0, 100 or 10 000 parked waiters that do not stand in its way.
+//
+// The waiters ask for 17 permits of a limit of 16 (the ceiling is 32), which
+// no release can grant. In both atomicsem modes such a waiter keeps its
+// place in the queue without holding back others, so the measured acquires
+// are legal even in FIFO mode, and what the benchmark shows is how the cost
+// of an acquire and of a release grows with the number of parked waiters
+// that the semaphore must step over. x/sync does not queue a request larger
+// than its size at all (it waits on ctx alone), so its column shows an empty
+// queue whatever the parked count. floor has no queue and is the reference.
+// A channel cannot park a waiter that does not block the others, and the
+// mutex+cond semaphore would wake every waiter on every release, so neither
+// runs here.
+func BenchmarkQueueLen(b *testing.B) {
+	for _, parked := range []int{0, 100, 10_000} {
+		for _, im := range pick("atomicsem", "atomicsem-barging", "xsync", "floor") {
+			for _, op := range []string{"acquire", "tryacquire"} {
+				name := fmt.Sprintf("impl=%s/op=%s/parked=%d", im.name, op, parked)
+				b.Run(name, func(b *testing.B) {
+					s := im.new(16, 32)
+					stop := parkOversized(b, s, parked)
+					defer stop()
+					ctx, h := context.Background(), new(held)
+					b.ReportAllocs()
+					defer measureCPU(b)()
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						if op == "acquire" {
+							if err := s.acquire(ctx, 1, h); err != nil {
+								b.Fatal(err)
+							}
+						} else if !s.tryAcquire(1, h) {
+							b.Fatal("tryAcquire failed beside oversized waiters")
+						}
+						s.release(h)
+					}
+					b.StopTimer()
+				})
+			}
+		}
+	}
+}
+
+// parkOversized parks count goroutines on s, each asking for 17 permits, and
+// returns a function that cancels them and waits until they have returned.
+func parkOversized(b *testing.B, s sem, count int) (stop func()) {
+	if _, ok := s.(*floorSem); ok {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range count {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.acquire(ctx, 17, new(held)); !errors.Is(err, context.Canceled) {
+				panic(fmt.Sprintf("oversized waiter returned %v", err))
+			}
+		}()
+	}
+	waitParked(b, s, count)
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// waitParked waits until count goroutines are parked on s: exactly, for
+// semaphores that count their waiters; otherwise by letting the scheduler
+// run everything runnable for a while.
+func waitParked(b *testing.B, s sem, count int) {
+	wc, ok := s.(waiterCounter)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if ok && wc.waiters() == count {
+			return
+		}
+		if !ok {
+			time.Sleep(time.Duration(count/100+5) * time.Millisecond)
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d waiters parked, want %d", wc.waiters(), count)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// spin burns a little CPU while a permit is held, without allocating or
+// blocking, so that waiters queue up behind the holder.
+func spin(iterations int) {
+	for i := 0; i < iterations; i++ {
+		spinSink.Add(1)
+	}
+}
+
+var spinSink atomic.Int64

@@ -1,0 +1,243 @@
+package event_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/atomic"
+
+	"github.com/atomicsem/atomicsem/event"
+)
+
+// startWaiters starts n goroutines blocked in e.Wait and returns a counter
+// of how many have returned nil. Wait errors fail the test.
+func startWaiters(t *testing.T, e *event.AutoReset, n int) *atomic.Int64 {
+	t.Helper()
+	woken := &atomic.Int64{}
+	for range n {
+		go func() {
+			if err := e.Wait(context.Background()); err != nil {
+				t.Errorf("Wait: %v", err)
+				return
+			}
+			woken.Inc()
+		}()
+	}
+	return woken
+}
+
+func TestAutoResetZeroValueIsUnsetAndUsable(t *testing.T) {
+	var e event.AutoReset
+	require.False(t, e.TryWait(), "the zero value must start unset")
+	require.NotNil(t, e.C())
+	require.Equal(t, e.C(), e.C(), "C must return the same channel every time")
+	e.Set()
+	require.NoError(t, e.Wait(context.Background()))
+	require.False(t, e.TryWait())
+}
+
+// TestAutoResetFirstUseFromManyGoroutinesSharesOneChannel guards the lazy
+// creation of the channel: two goroutines that each made their own would
+// never see each other's signals.
+func TestAutoResetFirstUseFromManyGoroutinesSharesOneChannel(t *testing.T) {
+	const goroutines = 8
+	for range 200 {
+		var e event.AutoReset
+		chans := make([]<-chan struct{}, goroutines)
+		var start, wg sync.WaitGroup
+		start.Add(1)
+		for i := range chans {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				start.Wait()
+				chans[i] = e.C()
+			}()
+		}
+		start.Done()
+		wg.Wait()
+		for _, c := range chans {
+			require.Equal(t, chans[0], c)
+		}
+	}
+}
+
+func TestAutoResetSetWakesExactlyOneWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var e event.AutoReset
+		woken := startWaiters(t, &e, 3)
+		synctest.Wait()
+		require.Zero(t, woken.Load(), "no waiter may return before a Set")
+
+		for want := int64(1); want <= 3; want++ {
+			e.Set()
+			synctest.Wait()
+			require.Equal(t, want, woken.Load(), "each Set must release exactly one waiter")
+		}
+		require.False(t, e.TryWait(), "a Set consumed by a waiter must not stay pending")
+	})
+}
+
+func TestAutoResetSetWithoutWaiterStaysSetForNextWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var e event.AutoReset
+		e.Set()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		require.NoError(t, e.Wait(ctx), "a pending signal must release the next Wait")
+		require.Zero(t, time.Since(start), "Wait must not block on a pending signal")
+
+		e.Set()
+		require.True(t, e.TryWait(), "a pending signal must satisfy TryWait")
+		require.False(t, e.TryWait(), "TryWait must consume the signal")
+	})
+}
+
+func TestAutoResetSetsSaturate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var e event.AutoReset
+		e.Set()
+		e.Set() // nobody waits: this one must be absorbed, not counted
+		woken := startWaiters(t, &e, 2)
+		synctest.Wait()
+		require.Equal(t, int64(1), woken.Load(), "two Sets with nobody waiting must release one waiter")
+
+		e.Set() // release the other, so no goroutine is left behind
+		synctest.Wait()
+		require.Equal(t, int64(2), woken.Load())
+	})
+}
+
+func TestAutoResetResetDiscardsPendingSignal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var e event.AutoReset
+		e.Set()
+		e.Reset()
+		require.False(t, e.TryWait())
+
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		require.ErrorIs(t, e.Wait(ctx), context.DeadlineExceeded, "Wait after Reset must block")
+
+		e.Reset() // resetting a clear event does nothing
+		e.Set()
+		require.True(t, e.TryWait())
+	})
+}
+
+func TestAutoResetNoSpuriousWakeup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var e event.AutoReset
+		woken := startWaiters(t, &e, 2)
+		time.Sleep(time.Hour) // fake time: every goroutine is blocked throughout
+		synctest.Wait()
+		require.Zero(t, woken.Load(), "a waiter returned without a Set")
+
+		for want := int64(1); want <= 2; want++ {
+			e.Set()
+			synctest.Wait()
+			require.Equal(t, want, woken.Load())
+		}
+	})
+}
+
+func TestAutoResetWaitWithDoneContextConsumesNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var e event.AutoReset
+	require.Equal(t, context.Canceled, e.Wait(ctx), "ctx.Err() must come back unwrapped")
+
+	// Repeated, because a Wait that merely selected between the signal and
+	// ctx would get this right half of the time.
+	for range 100 {
+		e.Set()
+		require.Equal(t, context.Canceled, e.Wait(ctx), "a done ctx must fail even when the event is set")
+		require.True(t, e.TryWait(), "a failed Wait must leave the signal pending")
+	}
+}
+
+func TestAutoResetCancelledParkedWaitReturnsCtxErr(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var e event.AutoReset
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- e.Wait(ctx) }()
+		synctest.Wait()
+		cancel()
+		require.Equal(t, context.Canceled, <-errc)
+
+		e.Set()
+		require.True(t, e.TryWait(), "the cancelled waiter must not take a later signal")
+	})
+}
+
+// TestAutoResetSetRacingCancelIsNeitherLostNorDoubled races a Set against
+// the cancellation of the only waiter: either the waiter took the signal
+// (Wait returned nil and the event is clear) or it did not (Wait returned
+// ctx.Err() and the signal is still pending). Anything else loses or
+// duplicates a wake-up.
+func TestAutoResetSetRacingCancelIsNeitherLostNorDoubled(t *testing.T) {
+	const rounds = 2000
+	var took, missed int
+	for range rounds {
+		var e event.AutoReset
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- e.Wait(ctx) }()
+		done := make(chan struct{})
+		go func() {
+			cancel()
+			close(done)
+		}()
+		e.Set()
+		<-done
+		err := <-errc
+		pending := e.TryWait()
+		switch err {
+		case nil:
+			took++
+			require.False(t, pending, "the signal was consumed by Wait and is still pending")
+		case context.Canceled:
+			missed++
+			require.True(t, pending, "Wait failed and the signal is gone")
+		default:
+			t.Fatalf("Wait: %v", err)
+		}
+	}
+	t.Logf("waiter took the signal %d times, was cancelled first %d times", took, missed)
+}
+
+func TestAutoResetComposesWithSelect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var e event.AutoReset
+		other := make(chan int, 1)
+		pick := func() string {
+			select {
+			case <-e.C():
+				return "event"
+			case <-other:
+				return "other"
+			case <-time.After(time.Minute):
+				return "timeout"
+			}
+		}
+
+		require.Equal(t, "timeout", pick(), "an unset event must not be selectable")
+		e.Set()
+		require.Equal(t, "event", pick())
+		require.False(t, e.TryWait(), "a receive from C must consume the signal")
+		other <- 1
+		require.Equal(t, "other", pick())
+
+		got := make(chan string, 1)
+		go func() { got <- pick() }()
+		synctest.Wait()
+		e.Set()
+		require.Equal(t, "event", <-got, "Set must wake a goroutine selecting on C")
+	})
+}

@@ -1,0 +1,120 @@
+package event_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/atomic"
+
+	"github.com/atomicsem/atomicsem/event"
+)
+
+// isClosed reports whether c is closed, without blocking.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestManualResetZeroValueIsUnset(t *testing.T) {
+	var e event.ManualReset
+	require.False(t, e.IsSet())
+	require.False(t, isClosed(e.Done()))
+	e.Set()
+	require.True(t, e.IsSet())
+	require.NoError(t, e.Wait(context.Background()))
+}
+
+func TestManualResetSetReleasesAllCurrentAndFutureWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var e event.ManualReset
+		var released atomic.Int64
+		for range 3 {
+			go func() {
+				if err := e.Wait(context.Background()); err != nil {
+					t.Errorf("Wait: %v", err)
+					return
+				}
+				released.Inc()
+			}()
+		}
+		done := e.Done()
+		go func() {
+			<-done
+			released.Inc()
+		}()
+		synctest.Wait()
+		require.Zero(t, released.Load(), "no waiter may return before Set")
+
+		e.Set()
+		synctest.Wait()
+		require.Equal(t, int64(4), released.Load(), "Set must release every waiter")
+
+		// Until Reset, later waiters pass straight through.
+		require.True(t, e.IsSet())
+		start := time.Now()
+		require.NoError(t, e.Wait(context.Background()))
+		require.Zero(t, time.Since(start))
+		require.True(t, isClosed(e.Done()))
+		e.Set() // setting a set event does nothing (in particular, no double close)
+		require.True(t, e.IsSet())
+	})
+}
+
+func TestManualResetResetBlocksLaterWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var e event.ManualReset
+		e.Set()
+		before := e.Done()
+		e.Reset()
+		require.False(t, e.IsSet())
+		require.True(t, isClosed(before), "a channel handed out before Reset must stay closed")
+		require.False(t, isClosed(e.Done()), "Done after Reset must be a fresh, open channel")
+
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		require.ErrorIs(t, e.Wait(ctx), context.DeadlineExceeded, "Wait after Reset must block")
+
+		e.Reset() // resetting a clear event does nothing
+		require.False(t, e.IsSet())
+
+		errc := make(chan error, 1)
+		go func() { errc <- e.Wait(context.Background()) }()
+		synctest.Wait()
+		e.Set()
+		require.NoError(t, <-errc, "the next Set must release a waiter parked after Reset")
+	})
+}
+
+func TestManualResetWaitWithDoneContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var e event.ManualReset
+	require.Equal(t, context.Canceled, e.Wait(ctx), "ctx.Err() must come back unwrapped")
+	e.Set()
+	// Repeated, because a Wait that merely selected between the two
+	// channels would get this right half of the time.
+	for range 100 {
+		require.Equal(t, context.Canceled, e.Wait(ctx), "a done ctx must fail even when the event is set")
+	}
+	require.True(t, e.IsSet(), "a failed Wait must not change the event")
+}
+
+func TestManualResetCancelledParkedWaitReturnsCtxErr(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var e event.ManualReset
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- e.Wait(ctx) }()
+		synctest.Wait()
+		cancel()
+		require.Equal(t, context.Canceled, <-errc)
+		require.False(t, e.IsSet())
+	})
+}

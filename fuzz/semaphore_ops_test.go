@@ -1,0 +1,258 @@
+package fuzz_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/internal/model"
+	"github.com/atomicsem/atomicsem/token"
+)
+
+// FuzzSemaphoreOps drives one real Semaphore and the model through the same
+// sequence of operations from a single goroutine, in FIFO or barging mode,
+// and compares every result and, after every step, Stats. With one
+// goroutine nothing ever waits, so the two modes must behave alike; an
+// Acquire with a live context is only issued when the model grants it at
+// once.
+func FuzzSemaphoreOps(f *testing.F) {
+	for _, seed := range semaphoreSeeds {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := &decoder{b: data}
+		r := newOpsRun(t, d)
+		if r == nil {
+			return
+		}
+		for step := 0; step < 64 && d.more(); step++ {
+			r.step(d)
+			r.checkStats()
+		}
+	})
+}
+
+// opsRun is one FuzzSemaphoreOps execution: the semaphore, the model and the
+// tokens taken so far.
+type opsRun struct {
+	t     *testing.T
+	sem   *atomicsem.Semaphore
+	m     model.Semaphore
+	live  []heldToken
+	spent []*token.Token
+	log   []string // the operations so far, to make failures readable
+}
+
+type heldToken struct {
+	tok *token.Token
+	n   int64
+}
+
+// acquireGuard bounds an Acquire that the model says is granted at once, so
+// that a semaphore that waits instead fails the run rather than hangs it.
+const acquireGuard = time.Second
+
+// newOpsRun decodes the mode and New's arguments and checks New. It returns
+// nil when New is expected to fail (and did).
+func newOpsRun(t *testing.T, d *decoder) *opsRun {
+	t.Helper()
+	var opts []atomicsem.Option
+	mode := "fifo"
+	if d.next()%2 == 1 {
+		opts = append(opts, atomicsem.WithBarging())
+		mode = "barging"
+	}
+	initial, maxP := d.permits(), d.permits()
+	r := &opsRun{t: t, log: []string{fmt.Sprintf("New(%d, %d) %s", initial, maxP, mode)}}
+	sem, err := atomicsem.New(initial, maxP, opts...)
+	m, want := model.New(initial, maxP)
+	require.Equal(t, want, r.outcome(err), r.where())
+	if want != model.OK {
+		require.Nil(t, sem)
+		return nil
+	}
+	r.sem, r.m = sem, m
+	r.checkStats()
+	return r
+}
+
+// step decodes one operation, applies it to both sides and compares.
+func (r *opsRun) step(d *decoder) {
+	t, m := r.t, &r.m
+	anchors := []int64{m.Count, m.Total, m.Held(), m.Max, m.Max - m.Total, 0}
+	switch op := d.next() % 9; op {
+	case 0:
+		n := d.arg(anchors...)
+		ctx := doneContext(d.next())
+		r.note("Acquire(done %v, %d)", ctx.Err(), n)
+		tok, err := r.sem.Acquire(ctx, n)
+		r.checkAcquireErr(err, ctx, m.Acquire(n, true))
+		r.checkToken(&tok, err == nil, n)
+	case 1:
+		n := d.arg(anchors...)
+		if probe := *m; probe.Acquire(n, false) == model.WouldBlock {
+			r.note("skip Acquire(live, %d): it would wait", n)
+			return
+		}
+		r.note("Acquire(live, %d)", n)
+		ctx, cancel := context.WithTimeout(context.Background(), acquireGuard)
+		defer cancel()
+		tok, err := r.sem.Acquire(ctx, n)
+		require.NoError(t, ctx.Err(), "%s: waited although the model grants it at once", r.where())
+		r.checkAcquireErr(err, ctx, m.Acquire(n, false))
+		r.checkToken(&tok, err == nil, n)
+	case 2:
+		n := d.arg(anchors...)
+		r.note("TryAcquire(%d)", n)
+		tok, ok := r.sem.TryAcquire(n)
+		require.Equal(t, m.TryAcquire(n), ok, r.where())
+		r.checkToken(&tok, ok, n)
+	case 3, 4:
+		forget := op == 4
+		if len(r.live) == 0 {
+			r.note("skip end: no live token")
+			return
+		}
+		i := int(d.next()) % len(r.live)
+		h := r.live[i]
+		r.live = append(r.live[:i], r.live[i+1:]...)
+		require.Equal(t, h.n, h.tok.Permits(), "%s: live token's Permits", r.where())
+		if forget {
+			r.note("Forget(token of %d)", h.n)
+			h.tok.Forget()
+			require.True(t, m.Forget(h.n), "%s: model refuses Forget", r.where())
+		} else {
+			r.note("Release(token of %d)", h.n)
+			h.tok.Release()
+			require.True(t, m.Release(h.n), "%s: model refuses Release", r.where())
+		}
+		require.Zero(t, h.tok.Permits(), "%s: spent token's Permits", r.where())
+		r.spent = append(r.spent, h.tok)
+	case 5:
+		tok := new(token.Token) // the zero Token, unless a spent one is picked
+		sel := int(d.next())
+		if len(r.spent) > 0 && sel%4 != 0 {
+			tok = r.spent[sel%len(r.spent)]
+		}
+		end, name := tok.Release, "Release"
+		if sel&0x80 != 0 {
+			end, name = tok.Forget, "Forget"
+		}
+		r.note("%s again (spent or zero token)", name)
+		require.True(t, strings.HasPrefix(panicMessage(end), "token:"),
+			"%s: want a panic with prefix token:, got %q", r.where(), panicMessage(end))
+	case 6:
+		n := d.arg(anchors...)
+		r.note("TryRelease(%d)", n)
+		require.Equal(t, m.TryRelease(n), r.sem.TryRelease(n), r.where())
+	case 7:
+		limit := d.arg(anchors...)
+		r.note("SetLimit(%d)", limit)
+		err := r.sem.SetLimit(limit)
+		require.Equal(t, m.SetLimit(limit), r.outcome(err), "%s: %v", r.where(), err)
+	case 8:
+		r.note("Close()")
+		r.sem.Close()
+		m.Close()
+	}
+}
+
+// checkAcquireErr compares Acquire's error with the model's outcome; the
+// context's error must come back unwrapped.
+func (r *opsRun) checkAcquireErr(err error, ctx context.Context, want model.Outcome) {
+	r.t.Helper()
+	require.Equal(r.t, want, r.outcome(err), "%s: %v", r.where(), err)
+	if want == model.CtxDone {
+		require.Equal(r.t, ctx.Err(), err, "%s: the context's error, unwrapped", r.where())
+	}
+}
+
+// checkToken checks the token an acquire returned and keeps it if it was
+// granted; a refused acquire must return the zero Token.
+func (r *opsRun) checkToken(tok *token.Token, granted bool, n int64) {
+	t := r.t
+	t.Helper()
+	if !granted {
+		require.Zero(t, tok.Permits(), "%s: a failed acquire returns the zero Token", r.where())
+		require.True(t, strings.HasPrefix(panicMessage(tok.Release), "token:"),
+			"%s: a failed acquire returns the zero Token", r.where())
+		return
+	}
+	require.Equal(t, n, tok.Permits(), "%s: granted token's Permits", r.where())
+	r.live = append(r.live, heldToken{tok: tok, n: n})
+}
+
+// checkStats compares the semaphore's Stats with the model's. Nothing ever
+// waits in these runs, so Waiters must be zero.
+func (r *opsRun) checkStats() {
+	r.t.Helper()
+	got, want := r.sem.Stats(), r.m.Stats()
+	require.Equal(r.t, want, model.Stats{
+		Available: got.Available, Held: got.Held, Limit: got.Limit, Max: got.Max, Closed: got.Closed,
+	}, "Stats after %s", r.where())
+	require.Zero(r.t, got.Waiters, "Stats.Waiters after %s", r.where())
+}
+
+// outcome maps a semaphore error to the model's outcome, failing the run on
+// an error that no contract names.
+func (r *opsRun) outcome(err error) model.Outcome {
+	r.t.Helper()
+	o, ok := outcomeOf(err)
+	require.True(r.t, ok, "%s: unexpected error %v", r.where(), err)
+	return o
+}
+
+func (r *opsRun) note(format string, args ...any) {
+	r.log = append(r.log, fmt.Sprintf(format, args...))
+}
+
+func (r *opsRun) where() string { return strings.Join(r.log, "; ") }
+
+// outcomeOf maps a semaphore error to the model's outcome and reports
+// whether it is one the contract names.
+func outcomeOf(err error) (model.Outcome, bool) {
+	switch {
+	case err == nil:
+		return model.OK, true
+	case errors.Is(err, atomicsem.ErrInvalidPermits):
+		return model.InvalidPermits, true
+	case errors.Is(err, atomicsem.ErrExceedsMax):
+		return model.ExceedsMax, true
+	case errors.Is(err, atomicsem.ErrClosed):
+		return model.Closed, true
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return model.CtxDone, true
+	}
+	return 0, false
+}
+
+// doneContext returns a context that is already done: cancelled, or past
+// its deadline, as sel picks.
+func doneContext(sel byte) context.Context {
+	if sel%2 == 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	cancel() // releases the timer; the error stays DeadlineExceeded
+	return ctx
+}
+
+// panicMessage calls f and returns the message it panicked with, or "" if
+// it returned.
+func panicMessage(f func()) (msg string) {
+	defer func() {
+		if v := recover(); v != nil {
+			msg = fmt.Sprint(v)
+		}
+	}()
+	f()
+	return ""
+}

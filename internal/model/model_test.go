@@ -1,0 +1,201 @@
+package model_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/internal/model"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestMaxPermitsMatchesTheSemaphore(t *testing.T) {
+	require.EqualValues(t, atomicsem.MaxPermits, model.MaxPermits)
+}
+
+func TestNewChecksItsArguments(t *testing.T) {
+	tests := []struct {
+		name         string
+		initial, max int64
+		want         model.Outcome
+	}{
+		{"empty", 0, 0, model.OK},
+		{"below max", 2, 5, model.OK},
+		{"at MaxPermits", model.MaxPermits, model.MaxPermits, model.OK},
+		{"negative initial", -1, 5, model.InvalidPermits},
+		{"initial above max", 6, 5, model.InvalidPermits},
+		{"max above MaxPermits", 0, model.MaxPermits + 1, model.InvalidPermits},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, got := model.New(tt.initial, tt.max)
+			require.Equal(t, tt.want, got)
+			if got == model.OK {
+				require.Equal(t, model.Semaphore{Count: tt.initial, Total: tt.initial, Max: tt.max}, s)
+			}
+		})
+	}
+}
+
+// newSem builds a model with held permits already taken, which New alone
+// cannot express.
+func newSem(count, total, max int64) model.Semaphore {
+	return model.Semaphore{Count: count, Total: total, Max: max}
+}
+
+func TestAcquire(t *testing.T) {
+	tests := []struct {
+		name    string
+		s       model.Semaphore
+		n       int64
+		ctxDone bool
+		want    model.Outcome
+		after   model.Semaphore
+	}{
+		{"takes free permits", newSem(3, 3, 5), 2, false, model.OK, newSem(1, 3, 5)},
+		{"waits when short", newSem(1, 3, 5), 2, false, model.WouldBlock, newSem(1, 3, 5)},
+		{"waits above the limit but within max", newSem(3, 3, 5), 4, false, model.WouldBlock, newSem(3, 3, 5)},
+		{"zero is granted in debt", newSem(-2, 1, 5), 0, false, model.OK, newSem(-2, 1, 5)},
+		{"negative", newSem(3, 3, 5), -1, false, model.InvalidPermits, newSem(3, 3, 5)},
+		{"above MaxPermits", newSem(3, 3, 5), model.MaxPermits + 1, true, model.InvalidPermits, newSem(3, 3, 5)},
+		{"above max", newSem(3, 3, 5), 6, true, model.ExceedsMax, newSem(3, 3, 5)},
+		{"done ctx beats free permits", newSem(3, 3, 5), 1, true, model.CtxDone, newSem(3, 3, 5)},
+		{"done ctx beats closed", model.Semaphore{Count: 3, Total: 3, Max: 5, Closed: true}, 1, true, model.CtxDone,
+			model.Semaphore{Count: 3, Total: 3, Max: 5, Closed: true}},
+		{"closed", model.Semaphore{Count: 3, Total: 3, Max: 5, Closed: true}, 0, false, model.Closed,
+			model.Semaphore{Count: 3, Total: 3, Max: 5, Closed: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.s
+			require.Equal(t, tt.want, s.Acquire(tt.n, tt.ctxDone))
+			require.Equal(t, tt.after, s)
+		})
+	}
+}
+
+func TestTryAcquire(t *testing.T) {
+	closed := model.Semaphore{Count: 3, Total: 3, Max: 5, Closed: true}
+	tests := []struct {
+		name  string
+		s     model.Semaphore
+		n     int64
+		want  bool
+		after model.Semaphore
+	}{
+		{"takes free permits", newSem(3, 3, 5), 3, true, newSem(0, 3, 5)},
+		{"refuses when short", newSem(1, 3, 5), 2, false, newSem(1, 3, 5)},
+		{"zero in debt", newSem(-1, 1, 5), 0, true, newSem(-1, 1, 5)},
+		{"negative", newSem(3, 3, 5), -1, false, newSem(3, 3, 5)},
+		{"above max", newSem(3, 3, 5), 6, false, newSem(3, 3, 5)},
+		{"closed", closed, 0, false, closed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.s
+			require.Equal(t, tt.want, s.TryAcquire(tt.n))
+			require.Equal(t, tt.after, s)
+		})
+	}
+}
+
+func TestReleaseAndForget(t *testing.T) {
+	tests := []struct {
+		name   string
+		s      model.Semaphore
+		forget bool
+		n      int64
+		want   bool
+		after  model.Semaphore
+	}{
+		{"release returns permits", newSem(1, 4, 5), false, 3, true, newSem(4, 4, 5)},
+		{"release pays debt first", newSem(-2, 1, 5), false, 2, true, newSem(0, 1, 5)},
+		{"release more than held", newSem(1, 4, 5), false, 4, false, newSem(1, 4, 5)},
+		{"forget lowers the limit", newSem(1, 4, 5), true, 2, true, newSem(1, 2, 5)},
+		{"forget in debt keeps the limit at zero", newSem(-2, 1, 5), true, 3, true, newSem(0, 0, 5)},
+		{"forget part of the debt", newSem(-3, 1, 5), true, 2, true, newSem(-2, 0, 5)},
+		{"forget more than held", newSem(1, 4, 5), true, 4, false, newSem(1, 4, 5)},
+		{"negative", newSem(1, 4, 5), true, -1, false, newSem(1, 4, 5)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.s
+			if tt.forget {
+				require.Equal(t, tt.want, s.Forget(tt.n))
+			} else {
+				require.Equal(t, tt.want, s.Release(tt.n))
+			}
+			require.Equal(t, tt.after, s)
+		})
+	}
+}
+
+func TestTryRelease(t *testing.T) {
+	tests := []struct {
+		name  string
+		s     model.Semaphore
+		n     int64
+		want  bool
+		after model.Semaphore
+	}{
+		{"adds permits", newSem(1, 3, 5), 2, true, newSem(3, 5, 5)},
+		{"held permits count against max", newSem(0, 3, 5), 3, false, newSem(0, 3, 5)},
+		{"zero", newSem(1, 3, 5), 0, false, newSem(1, 3, 5)},
+		{"huge n does not overflow", newSem(1, 3, 5), 1<<63 - 1, false, newSem(1, 3, 5)},
+		{"closed", model.Semaphore{Count: 1, Total: 3, Max: 5, Closed: true}, 1, false,
+			model.Semaphore{Count: 1, Total: 3, Max: 5, Closed: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.s
+			require.Equal(t, tt.want, s.TryRelease(tt.n))
+			require.Equal(t, tt.after, s)
+		})
+	}
+}
+
+func TestSetLimit(t *testing.T) {
+	closed := model.Semaphore{Count: 1, Total: 3, Max: 5, Closed: true}
+	tests := []struct {
+		name  string
+		s     model.Semaphore
+		limit int64
+		want  model.Outcome
+		after model.Semaphore
+	}{
+		{"raise", newSem(1, 3, 5), 5, model.OK, newSem(3, 5, 5)},
+		{"lower into debt", newSem(1, 3, 5), 0, model.OK, newSem(-2, 0, 5)},
+		{"negative", newSem(1, 3, 5), -1, model.InvalidPermits, newSem(1, 3, 5)},
+		{"above max", newSem(1, 3, 5), 6, model.ExceedsMax, newSem(1, 3, 5)},
+		{"closed", closed, 2, model.Closed, closed},
+		{"above max beats closed", closed, 6, model.ExceedsMax, closed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.s
+			require.Equal(t, tt.want, s.SetLimit(tt.limit))
+			require.Equal(t, tt.after, s)
+		})
+	}
+}
+
+func TestCloseKeepsTokensWorking(t *testing.T) {
+	s := newSem(1, 3, 5)
+	s.Close()
+	s.Close()
+	require.True(t, s.Closed)
+	require.True(t, s.Release(2))
+	require.Equal(t, model.Stats{Available: 3, Held: 0, Limit: 3, Max: 5, Closed: true}, s.Stats())
+	require.False(t, s.TryRelease(1))
+}
+
+func TestOutcomeNames(t *testing.T) {
+	require.Equal(t, "ok", model.OK.String())
+	require.Equal(t, "would block", model.WouldBlock.String())
+	require.Equal(t, "Outcome(?)", model.Outcome(200).String())
+}
