@@ -14,10 +14,10 @@ import (
 // decides, from one load of the word, which waiters leave it; then one
 // compare-and-swap installs the outcome (permits granted, flags) and only
 // after it succeeds are the waiters woken. A failed CAS means the word moved
-// under the walk, and the walk is decided again from a fresh load. One CAS
-// per dispatch, however many waiters it serves, keeps the word's cache line
-// from bouncing between the releasing core and the ones spinning on the
-// fast path.
+// under the walk, and the walk is decided again from a fresh load. So a
+// dispatch changes the word once however many waiters it serves, and a
+// release in FIFO mode returns its permits and hands them on in that same
+// change (returnToQueue).
 //
 // The walk: a waiter that asks for more than the limit is passed over (no
 // release can serve it, so it must not hold back others, and it keeps its

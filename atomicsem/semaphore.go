@@ -21,6 +21,7 @@ import (
 	"go.uber.org/atomic"
 
 	"github.com/atomicsem/atomicsem/internal/hook"
+	"github.com/atomicsem/atomicsem/internal/mutant"
 	"github.com/atomicsem/atomicsem/internal/state"
 	"github.com/atomicsem/atomicsem/token"
 )
@@ -137,11 +138,16 @@ func New(initial, max int64, opts ...Option) (*Semaphore, error) {
 //     cancellation are passed on to the next waiters;
 //   - ErrClosed if the semaphore is closed, or is closed while Acquire waits.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
-	old := s.load()
-	if n > 0 && old&s.block == 0 && old.Count() >= n && !isDone(ctx) {
-		hook.At(hook.BeforeCAS)
-		if s.cas(old, old.WithCount(old.Count()-n)) {
-			return token.New((*owner)(s), n), nil
+	// The fast path: nothing blocks an arrival and n permits are free.
+	// A CAS that loses to another goroutine retries while that still
+	// holds, rather than taking the queue lock. (An invalid n never passes
+	// the count check: count ≤ limit ≤ max ≤ MaxPermits.)
+	if n > 0 && !isDone(ctx) {
+		for old := s.load(); old&s.block == 0 && old.Count() >= n; old = s.load() {
+			hook.At(hook.BeforeCAS)
+			if s.cas(old, old.WithCount(old.Count()-n)) {
+				return s.tokenFor(n), nil
+			}
 		}
 	}
 	return s.acquireSlow(ctx, n)
@@ -153,11 +159,13 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 // would overtake a parked waiter. On failure it returns the zero Token and
 // changes nothing. TryAcquire(0) succeeds unless the semaphore is closed.
 func (s *Semaphore) TryAcquire(n int64) (token.Token, bool) {
-	old := s.load()
-	if n > 0 && old&s.block == 0 && old.Count() >= n {
-		hook.At(hook.BeforeCAS)
-		if s.cas(old, old.WithCount(old.Count()-n)) {
-			return token.New((*owner)(s), n), true
+	// The same fast path as Acquire's, without the context.
+	if n > 0 {
+		for old := s.load(); old&s.block == 0 && old.Count() >= n; old = s.load() {
+			hook.At(hook.BeforeCAS)
+			if s.cas(old, old.WithCount(old.Count()-n)) {
+				return s.tokenFor(n), true
+			}
 		}
 	}
 	return s.tryAcquireSlow(n)
@@ -269,6 +277,15 @@ func (s *Semaphore) Stats() Stats {
 
 func (s *Semaphore) load() state.Word { return state.Word(s.word.Load()) }
 func (s *Semaphore) cas(old, new state.Word) bool {
+	if mutant.Active == mutant.NonAtomic {
+		// Fault for scripts/mutants.sh, compiled out otherwise: compare
+		// and store in two steps.
+		if s.word.Load() != uint64(old) {
+			return false
+		}
+		s.word.Store(uint64(new))
+		return true
+	}
 	return s.word.CompareAndSwap(uint64(old), uint64(new))
 }
 func isDone(ctx context.Context) bool             { return ctx.Err() != nil }
@@ -363,9 +380,15 @@ func (s *Semaphore) cancel(w *waiter) {
 	switch w.status {
 	case waiting:
 		s.removeLocked(w)
+		if mutant.Active == mutant.NoCancelNotify {
+			return // fault: the waiters behind w are not served
+		}
 	case granted:
 		// The grant raced the cancellation: pass the permits on.
 		w.ready.TryWait()
+		if mutant.Active == mutant.LoseOnCancel {
+			return // fault: the granted permits are dropped
+		}
 		s.giveBackLocked(w.n)
 	case woken:
 		// The wake-up was meant for w; pass it on.
@@ -530,6 +553,13 @@ func (o *owner) ReturnPermits(n int64) {
 		new, ok := old.Release(n)
 		if !ok {
 			panic("atomicsem: internal error: returned permits exceed those held")
+		}
+		if mutant.Active == mutant.SkipWake {
+			// Fault for scripts/mutants.sh: return the permits, wake nobody.
+			if s.cas(old, new) {
+				return
+			}
+			continue
 		}
 		if old.Waiters() && (!s.barging || old.Starving()) {
 			// Hand-off: the front waiters get the permits in the same

@@ -62,6 +62,21 @@ func BenchmarkDirect(b *testing.B) {
 		}
 	})
 	for _, op := range []string{"acquire", "tryacquire"} {
+		// floorguard, like floor, has one path for both.
+		b.Run("impl=floorguard/op="+op, func(b *testing.B) {
+			f, h := &floorGuardSem{}, new(held)
+			f.v.Store(1)
+			b.ReportAllocs()
+			defer measureCPU(b)()
+			for i := 0; i < b.N; i++ {
+				if !f.tryAcquire(1, h) {
+					b.Fatal("floorguard failed on a free semaphore")
+				}
+				f.release(h)
+			}
+		})
+	}
+	for _, op := range []string{"acquire", "tryacquire"} {
 		// floor has one path for both.
 		b.Run("impl=floor/op="+op, func(b *testing.B) {
 			f, h := &floorSem{}, new(held)

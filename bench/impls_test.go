@@ -45,9 +45,10 @@ type waiterCounter interface {
 // token's spent flag is written on every release, and false sharing between
 // neighbouring records would bill the harness's layout to atomicsem.
 type held struct {
-	tok token.Token // atomicsem's guard
-	n   int64       // the others' count
-	_   [128 - 40]byte
+	tok   token.Token // atomicsem's guard
+	n     int64       // the others' count
+	guard floorGuard  // floorguard's flag
+	_     [128 - 48]byte
 }
 
 // impl names an implementation and builds one with limit permits available
@@ -78,6 +79,11 @@ var impls = map[string]impl{
 	}},
 	"floor": {"floor", func(limit, _ int64) sem {
 		f := &floorSem{}
+		f.v.Store(limit)
+		return f
+	}},
+	"floorguard": {"floorguard", func(limit, _ int64) sem {
+		f := &floorGuardSem{}
 		f.v.Store(limit)
 		return f
 	}},
@@ -303,6 +309,39 @@ func (f *floorSem) tryAcquire(n int64, h *held) bool {
 }
 
 func (f *floorSem) release(h *held) { f.v.Add(h.n) }
+
+// floorGuardSem is floorSem plus what a guard that refuses a second release
+// costs at the least: a flag per acquire, written fresh when the permits are
+// taken and swapped when they are returned, so that of two concurrent
+// releases exactly one wins. token.Token makes the same promise, so this is
+// the floor for any one-word semaphore that hands out such guards.
+type floorGuardSem struct{ floorSem }
+
+// floorGuard is floorguard's flag. It is reset by assigning a fresh value,
+// as a new token.Token is, rather than by an atomic store, which on amd64 is
+// itself a locked instruction.
+type floorGuard struct{ spent atomic.Uint32 }
+
+func (f *floorGuardSem) acquire(ctx context.Context, n int64, h *held) error {
+	err := f.floorSem.acquire(ctx, n, h)
+	h.guard = floorGuard{}
+	return err
+}
+
+func (f *floorGuardSem) tryAcquire(n int64, h *held) bool {
+	if !f.floorSem.tryAcquire(n, h) {
+		return false
+	}
+	h.guard = floorGuard{}
+	return true
+}
+
+func (f *floorGuardSem) release(h *held) {
+	if !h.guard.spent.CompareAndSwap(0, 1) {
+		panic("floorguard: released twice")
+	}
+	f.floorSem.release(h)
+}
 
 // mutexSem is a bare sync.Mutex: the reference for a semaphore of one
 // permit under contention, where barging lets it skip most hand-offs. It

@@ -23,9 +23,8 @@ func FuzzAutoReset(f *testing.F) {
 		var (
 			e   event.AutoReset
 			set bool // the model
-			log []string
+			log opLog
 		)
-		where := func() string { return strings.Join(log, "; ") }
 		d := &decoder{b: data}
 		for step := 0; step < 64 && d.more(); step++ {
 			switch d.next() % 6 {
@@ -39,12 +38,12 @@ func FuzzAutoReset(f *testing.F) {
 				set = false
 			case 2:
 				log = append(log, "TryWait")
-				require.Equal(t, set, e.TryWait(), where())
+				require.Equal(t, set, e.TryWait(), &log)
 				set = false
 			case 3:
 				ctx := doneContext(d.next())
 				log = append(log, fmt.Sprintf("Wait(done %v)", ctx.Err()))
-				require.Equal(t, ctx.Err(), e.Wait(ctx), where())
+				require.Equal(t, ctx.Err(), e.Wait(ctx), &log)
 			case 4:
 				if !set {
 					log = append(log, "skip Wait(live): it would wait")
@@ -54,19 +53,26 @@ func FuzzAutoReset(f *testing.F) {
 				ctx, cancel := context.WithTimeout(context.Background(), acquireGuard)
 				err := e.Wait(ctx)
 				cancel()
-				require.NoError(t, err, "%s: waited although the event is set", where())
+				require.NoError(t, err, "%s: waited although the event is set", &log)
 				set = false
 			case 5:
 				log = append(log, "receive from C")
 				select {
 				case <-e.C():
-					require.True(t, set, "%s: received from an unset event", where())
+					require.True(t, set, "%s: received from an unset event", &log)
 				default:
-					require.False(t, set, "%s: nothing to receive from a set event", where())
+					require.False(t, set, "%s: nothing to receive from a set event", &log)
 				}
 				set = false
 			}
 		}
-		require.Equal(t, set, e.TryWait(), "final state after %s", where())
+		require.Equal(t, set, e.TryWait(), "final state after %s", &log)
 	})
 }
+
+// opLog lists the operations of a run. Assertions take a pointer to it as
+// their message argument, so that it is joined only when one fails.
+type opLog []string
+
+// String returns the operations joined with semicolons.
+func (l *opLog) String() string { return strings.Join(*l, "; ") }

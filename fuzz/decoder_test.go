@@ -44,10 +44,10 @@ func (d *decoder) upTo(limit int64) int64 {
 	}
 }
 
-// arg returns an argument for an operation: usually an anchor (a value of
-// the state the operation runs on, such as the available count) plus or
-// minus two, otherwise a value from permits. Anchors are what make the
-// boundaries of each check easy to hit.
+// arg returns an argument for an operation: half the time an anchor (a
+// value of the state the operation runs on, such as the available count)
+// plus or minus two, otherwise a value from permits. Anchors are what make
+// the boundaries of each check easy to hit.
 func (d *decoder) arg(anchors ...int64) int64 {
 	sel := d.next()
 	if sel%2 == 1 && len(anchors) > 0 {

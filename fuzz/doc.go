@@ -17,9 +17,13 @@
 // Semaphore and check them with porcupine against the model. Built with
 // -tags atomicsem_hooks they also yield at the semaphore's hook sites to
 // widen the interleavings. Flags: -lin.small=N sets the number of small
-// histories per mode, -lin.long adds 8-goroutine histories of 1000
-// operations each, -lin.seed replays one run, and LIN_VIZ_DIR chooses where
-// the visualization of a failing history is written.
+// histories per mode (1000 by default), -lin.long adds histories of 8
+// goroutines × 1000 operations, -lin.seed=S makes S the seed of the first
+// history, and LIN_VIZ_DIR chooses where porcupine's visualization of a
+// failing history is written (the system's temporary directory otherwise).
+// A seed fixes each goroutine's operations, not the schedule, so a replay
+// may pass. Races whose window is a few instructions wide, such as a store
+// that should have been a compare-and-swap, show up in the hooks build only.
 //
 // Typical runs:
 //

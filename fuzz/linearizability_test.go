@@ -46,17 +46,18 @@ func TestLinearizableLongHistories(t *testing.T) {
 	})
 }
 
-// TestLinearizableVeryLongHistories runs with -lin.long: 8 clients × 1000
-// operations.
+// TestLinearizableVeryLongHistories runs with -lin.long: five histories of
+// 8 clients × 1000 operations per mode.
 func TestLinearizableVeryLongHistories(t *testing.T) {
 	if !*linLong {
 		t.Skip("enable with -lin.long")
 	}
 	forEachMode(t, func(t *testing.T, barging bool) {
-		checkHistories(t, linConfig{barging: barging, clients: 8, minOps: 1000, maxOps: 1000}, 2, 10*time.Minute)
+		checkHistories(t, linConfig{barging: barging, clients: 8, minOps: 1000, maxOps: 1000}, 5, 10*time.Minute)
 	})
 }
 
+// forEachMode runs f as a subtest for each queueing mode.
 func forEachMode(t *testing.T, f func(t *testing.T, barging bool)) {
 	for _, barging := range []bool{false, true} {
 		name := "mode=fifo"

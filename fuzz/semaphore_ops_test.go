@@ -46,7 +46,13 @@ type opsRun struct {
 	m     model.Semaphore
 	live  []heldToken
 	spent []*token.Token
-	log   []string // the operations so far, to make failures readable
+	log   []logEntry // the operations so far, to make failures readable
+}
+
+// logEntry is one line of an opsRun's log, formatted only if the run fails.
+type logEntry struct {
+	format string
+	args   []any
 }
 
 type heldToken struct {
@@ -69,10 +75,11 @@ func newOpsRun(t *testing.T, d *decoder) *opsRun {
 		mode = "barging"
 	}
 	initial, maxP := d.permits(), d.permits()
-	r := &opsRun{t: t, log: []string{fmt.Sprintf("New(%d, %d) %s", initial, maxP, mode)}}
+	r := &opsRun{t: t}
+	r.note("New(%d, %d) %s", initial, maxP, mode)
 	sem, err := atomicsem.New(initial, maxP, opts...)
 	m, want := model.New(initial, maxP)
-	require.Equal(t, want, r.outcome(err), r.where())
+	require.Equal(t, want, r.outcome(err), r)
 	if want != model.OK {
 		require.Nil(t, sem)
 		return nil
@@ -104,14 +111,14 @@ func (r *opsRun) step(d *decoder) {
 		ctx, cancel := context.WithTimeout(context.Background(), acquireGuard)
 		defer cancel()
 		tok, err := r.sem.Acquire(ctx, n)
-		require.NoError(t, ctx.Err(), "%s: waited although the model grants it at once", r.where())
+		require.NoError(t, ctx.Err(), "%s: waited although the model grants it at once", r)
 		r.checkAcquireErr(err, ctx, m.Acquire(n, false))
 		r.checkToken(&tok, err == nil, n)
 	case 2:
 		n := d.arg(anchors...)
 		r.note("TryAcquire(%d)", n)
 		tok, ok := r.sem.TryAcquire(n)
-		require.Equal(t, m.TryAcquire(n), ok, r.where())
+		require.Equal(t, m.TryAcquire(n), ok, r)
 		r.checkToken(&tok, ok, n)
 	case 3, 4:
 		forget := op == 4
@@ -122,17 +129,17 @@ func (r *opsRun) step(d *decoder) {
 		i := int(d.next()) % len(r.live)
 		h := r.live[i]
 		r.live = append(r.live[:i], r.live[i+1:]...)
-		require.Equal(t, h.n, h.tok.Permits(), "%s: live token's Permits", r.where())
+		require.Equal(t, h.n, h.tok.Permits(), "%s: live token's Permits", r)
 		if forget {
 			r.note("Forget(token of %d)", h.n)
 			h.tok.Forget()
-			require.True(t, m.Forget(h.n), "%s: model refuses Forget", r.where())
+			require.True(t, m.Forget(h.n), "%s: model refuses Forget", r)
 		} else {
 			r.note("Release(token of %d)", h.n)
 			h.tok.Release()
-			require.True(t, m.Release(h.n), "%s: model refuses Release", r.where())
+			require.True(t, m.Release(h.n), "%s: model refuses Release", r)
 		}
-		require.Zero(t, h.tok.Permits(), "%s: spent token's Permits", r.where())
+		require.Zero(t, h.tok.Permits(), "%s: spent token's Permits", r)
 		r.spent = append(r.spent, h.tok)
 	case 5:
 		tok := new(token.Token) // the zero Token, unless a spent one is picked
@@ -146,16 +153,16 @@ func (r *opsRun) step(d *decoder) {
 		}
 		r.note("%s again (spent or zero token)", name)
 		require.True(t, strings.HasPrefix(panicMessage(end), "token:"),
-			"%s: want a panic with prefix token:, got %q", r.where(), panicMessage(end))
+			"%s: want a panic with prefix token:, got %q", r, panicMessage(end))
 	case 6:
 		n := d.arg(anchors...)
 		r.note("TryRelease(%d)", n)
-		require.Equal(t, m.TryRelease(n), r.sem.TryRelease(n), r.where())
+		require.Equal(t, m.TryRelease(n), r.sem.TryRelease(n), r)
 	case 7:
 		limit := d.arg(anchors...)
 		r.note("SetLimit(%d)", limit)
 		err := r.sem.SetLimit(limit)
-		require.Equal(t, m.SetLimit(limit), r.outcome(err), "%s: %v", r.where(), err)
+		require.Equal(t, m.SetLimit(limit), r.outcome(err), "%s: %v", r, err)
 	case 8:
 		r.note("Close()")
 		r.sem.Close()
@@ -167,9 +174,9 @@ func (r *opsRun) step(d *decoder) {
 // context's error must come back unwrapped.
 func (r *opsRun) checkAcquireErr(err error, ctx context.Context, want model.Outcome) {
 	r.t.Helper()
-	require.Equal(r.t, want, r.outcome(err), "%s: %v", r.where(), err)
+	require.Equal(r.t, want, r.outcome(err), "%s: %v", r, err)
 	if want == model.CtxDone {
-		require.Equal(r.t, ctx.Err(), err, "%s: the context's error, unwrapped", r.where())
+		require.Equal(r.t, ctx.Err(), err, "%s: the context's error, unwrapped", r)
 	}
 }
 
@@ -179,12 +186,12 @@ func (r *opsRun) checkToken(tok *token.Token, granted bool, n int64) {
 	t := r.t
 	t.Helper()
 	if !granted {
-		require.Zero(t, tok.Permits(), "%s: a failed acquire returns the zero Token", r.where())
+		require.Zero(t, tok.Permits(), "%s: a failed acquire returns the zero Token", r)
 		require.True(t, strings.HasPrefix(panicMessage(tok.Release), "token:"),
-			"%s: a failed acquire returns the zero Token", r.where())
+			"%s: a failed acquire returns the zero Token", r)
 		return
 	}
-	require.Equal(t, n, tok.Permits(), "%s: granted token's Permits", r.where())
+	require.Equal(t, n, tok.Permits(), "%s: granted token's Permits", r)
 	r.live = append(r.live, heldToken{tok: tok, n: n})
 }
 
@@ -195,8 +202,8 @@ func (r *opsRun) checkStats() {
 	got, want := r.sem.Stats(), r.m.Stats()
 	require.Equal(r.t, want, model.Stats{
 		Available: got.Available, Held: got.Held, Limit: got.Limit, Max: got.Max, Closed: got.Closed,
-	}, "Stats after %s", r.where())
-	require.Zero(r.t, got.Waiters, "Stats.Waiters after %s", r.where())
+	}, "Stats after %s", r)
+	require.Zero(r.t, got.Waiters, "Stats.Waiters after %s", r)
 }
 
 // outcome maps a semaphore error to the model's outcome, failing the run on
@@ -204,15 +211,24 @@ func (r *opsRun) checkStats() {
 func (r *opsRun) outcome(err error) model.Outcome {
 	r.t.Helper()
 	o, ok := outcomeOf(err)
-	require.True(r.t, ok, "%s: unexpected error %v", r.where(), err)
+	require.True(r.t, ok, "%s: unexpected error %v", r, err)
 	return o
 }
 
+// note adds an operation to the log.
 func (r *opsRun) note(format string, args ...any) {
-	r.log = append(r.log, fmt.Sprintf(format, args...))
+	r.log = append(r.log, logEntry{format, args})
 }
 
-func (r *opsRun) where() string { return strings.Join(r.log, "; ") }
+// String returns the log. Assertions take r itself as their message
+// argument, so that it is formatted only when one fails.
+func (r *opsRun) String() string {
+	lines := make([]string, len(r.log))
+	for i, e := range r.log {
+		lines[i] = fmt.Sprintf(e.format, e.args...)
+	}
+	return strings.Join(lines, "; ")
+}
 
 // outcomeOf maps a semaphore error to the model's outcome and reports
 // whether it is one the contract names.

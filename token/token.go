@@ -11,6 +11,7 @@ import (
 	"go.uber.org/atomic"
 
 	"github.com/atomicsem/atomicsem/internal/hook"
+	"github.com/atomicsem/atomicsem/internal/mutant"
 )
 
 // Owner is what a Token returns its permits to. Semaphore implementations
@@ -99,6 +100,10 @@ func (t *Token) end(op string) bool {
 		panic("token: " + op + " called on the zero Token")
 	}
 	hook.At(hook.BeforeTokenChange)
+	if mutant.Active == mutant.DoubleRelease {
+		t.spent.Store(true) // fault for scripts/mutants.sh: no check
+		return t.n > 0
+	}
 	if !t.spent.CompareAndSwap(false, true) {
 		panic("token: " + op + " called on a token that was already released or forgotten")
 	}

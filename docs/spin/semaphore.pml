@@ -1,10 +1,10 @@
 /*
  * semaphore.pml: a Promela model of the atomicsem word protocol, FIFO mode.
  *
- * The model follows atomicsem/semaphore.go step by step. The packed state
- * word is one variable, read by a load and changed only by a separate
- * compare-and-swap step, so every interleaving between a load and its CAS is
- * explored. The wait queue, the waiters' status and the queue lock are plain
+ * The model follows atomicsem/semaphore.go and atomicsem/dispatch.go step
+ * by step (see README.md for the mapping). The packed state word is one
+ * variable, read by a load and changed only by a separate compare-and-swap
+ * step, so every interleaving between a load and its CAS is explored. The wait queue, the waiters' status and the queue lock are plain
  * variables guarded by the modelled mutex, as in the Go code. A parked waiter
  * blocks on its own one-slot channel, the auto-reset event.
  *
@@ -28,8 +28,10 @@
  * A client parked forever, or blocked on the lock, is an invalid end state.
  *
  * Variants, chosen with spin -D<NAME> -a semaphore.pml:
- *   WITH_CLOSE            the controller may also Close the semaphore
- *   BUG_SKIP_WAKE         Release does not dispatch when the waiters flag is set
+ *   WITH_CLOSE            the controller closes the semaphore instead of
+ *                         moving its limit
+ *   BUG_SKIP_WAKE         Release returns its permits with a plain CAS even
+ *                         when the waiters flag is set (no hand-off)
  *   BUG_NO_CANCEL_NOTIFY  cancelling a waiting waiter does not dispatch
  *   BUG_LOSE_ON_CANCEL    a grant that raced a cancellation is dropped
  *   BUG_NONATOMIC         the CAS compares and stores in two steps
@@ -38,6 +40,13 @@
  *   BUG_DROP_CLOSED       Release rebuilds the word without the closed flag
  *                         (use with WITH_CLOSE)
  * Every BUG_ variant must make pan report an error; scripts/spin.sh checks.
+ *
+ * Reachability probes, which must fail too, show that the clean runs reach
+ * the situations the invariants are about:
+ *   REACH_DEBT            the count goes negative (limit lowered below held)
+ *   REACH_SKIP            dispatch grants a waiter behind one above the limit
+ *   REACH_GRANT_CANCEL    a cancellation finds its waiter already granted
+ *   REACH_CLOSE_PARKED    Close finds parked waiters (use with WITH_CLOSE)
  */
 
 #define NC 3            /* clients; the monitor's macros are written for 3 */
@@ -48,7 +57,7 @@
 #define INIT 2          /* initial count and total */
 #endif
 #ifndef CLIENT1_ROUNDS
-#define CLIENT1_ROUNDS 2  /* client 1 reuses its waiter record */
+#define CLIENT1_ROUNDS 1  /* 2: client 1 acquires twice, reusing its event */
 #endif
 
 /* Word layout: count + OFF in bits 0-3, total in 4-6, max in 7-9,
@@ -94,7 +103,10 @@ byte finished;          /* processes done */
 
 #define SUMHELD     (held[0] + held[1] + held[2])
 #define ADMITS(w, i)   (wn[q[i]] <= TOTAL(w))
-#define BLOCKS(w)   ((qlen > 0 && ADMITS(w, 0)) || (qlen > 1 && ADMITS(w, 1)) || (qlen > 2 && ADMITS(w, 2)))
+/* BLOCKS: a queued waiter that the limit admits and that no dispatch has
+ * granted yet (a granted one stays queued until the wake-up step) */
+#define WAITS(w, i) (ADMITS(w, i) && held[q[i]] == 0)
+#define BLOCKS(w)   ((qlen > 0 && WAITS(w, 0)) || (qlen > 1 && WAITS(w, 1)) || (qlen > 2 && WAITS(w, 2)))
 #define FITQ(i)     (wn[q[i]] <= COUNT(word))
 #define SERVABLE \
 	((qlen > 0 && ADMITS(word, 0) && FITQ(0)) || \
@@ -108,7 +120,12 @@ byte finished;          /* processes done */
 #define I5  (!closedSeen || CLOSED(word))
 #define I6  (mu || WAITERS(word) == (qlen > 0))
 #define W   (busy > 0 || CLOSED(word) || !SERVABLE)
-#define INV (I1 && I2 && I3 && I4 && I5 && I6 && W)
+#ifdef REACH_DEBT
+#define PROBE (COUNT(word) >= 0)
+#else
+#define PROBE 1
+#endif
+#define INV (I1 && I2 && I3 && I4 && I5 && I6 && W && PROBE)
 
 active proctype monitor()
 {
@@ -116,7 +133,7 @@ end:
 	atomic {
 		!INV ->
 		assert(I1); assert(I2); assert(I3); assert(I4);
-		assert(I5); assert(I6); assert(W)
+		assert(I5); assert(I6); assert(W); assert(PROBE)
 	}
 }
 
@@ -163,18 +180,8 @@ inline qRemoveAt(k)
 	qlen--; q[qlen] = 0; j = 0
 }
 
-/* clearWaitersFlag: the CAS loop at the end of removeLocked, run once the
- * queue is empty. Requires mu. */
-inline clearWaitersFlag()
-{
-	do
-	:: old = word;
-		cas(old, old & ~WBIT, NOBODY, 0, false);
-		if :: ok -> break :: else fi
-	od
-}
-
-/* removeLocked(c): take client c off the queue. Requires mu. */
+/* removeLocked(c): take client c off the queue and, once it is empty, clear
+ * the waiters flag by CAS. Requires mu. */
 inline removeLocked(c)
 {
 	d_step {
@@ -187,56 +194,128 @@ inline removeLocked(c)
 		i = 0
 	}
 	if
-	:: qlen == 0 -> clearWaitersFlag()
+	:: qlen == 0 ->
+		do
+		:: old = word;
+			cas(old, old & ~WBIT, NOBODY, 0, false);
+			if :: ok -> break :: else fi
+		od
 	:: else
 	fi
 }
 
-/* dispatchLocked: serve the queue in order. A waiter above the limit is
- * passed over; the first other waiter that does not fit stops the walk.
- * Requires mu.
- *
- * The queue and the waiters' status are only read under mu (a woken waiter
- * reads its status after its event), so the queue update is folded into the
- * step of the granting CAS; the event is set in that step too when the queue
- * stays non-empty, else after the CAS that clears the waiters flag. */
-inline dispatchLocked()
+/* serveLoad(c, n): the deciding half of serveLocked. Load the word, return
+ * client c's n permits to it (base), walk the queue as base allows
+ * (walkLocked) and build the word to install (settle). A waiter above the
+ * limit is passed over; the first other waiter that does not fit stops the
+ * walk. mask marks the queue positions served, k counts them, and idle says
+ * that there is nothing to do. Requires mu. */
+inline serveLoad(c, n)
 {
-	i = 0;
-	do
-	:: atomic { i < qlen -> w = q[i]; old = word }
-		if
-		:: CLOSED(old) -> break
-		:: !CLOSED(old) && wn[w] > TOTAL(old) ->
+	old = word;
+	assert(n <= HELD(old) && (c == NOBODY || held[c] == n));
+	base = WITHCOUNT(old, COUNT(old) + n);
+	free = COUNT(base); gr = 0; mask = 0; k = 0;
+	if
+	:: CLOSED(base)     /* Close has failed everyone queued */
+	:: else ->
+		j = 0;
+		do
+		:: j < qlen && wn[q[j]] > TOTAL(base) ->
 #ifdef BUG_NO_SKIP
 			break
 #else
-			i++
+			j++
 #endif
-		:: !CLOSED(old) && wn[w] <= TOTAL(old) && COUNT(old) < wn[w] -> break
-		:: !CLOSED(old) && wn[w] <= COUNT(old) ->
-			atomic {
-				cas(old, WITHCOUNT(old, COUNT(old) - wn[w]), w, wn[w], false);
-				if
-				:: ok ->
-					qRemoveAt(i);
-					if
-					:: qlen > 0 -> status[w] = GRANTED; setEvent(w)
-					:: else
-					fi
-				:: else   /* the word moved: decide again for the same waiter */
-				fi
-			}
-			if
-			:: ok && qlen == 0 ->
-				clearWaitersFlag();
-				atomic { status[w] = GRANTED; setEvent(w) }
-			:: else
-			fi
+		:: j < qlen && wn[q[j]] <= TOTAL(base) && free < wn[q[j]] -> break
+		:: j < qlen && wn[q[j]] <= TOTAL(base) && free >= wn[q[j]] ->
+#ifdef REACH_SKIP
+			assert(j == 0 || k > 0);
+#endif
+			free = free - wn[q[j]]; gr = gr + wn[q[j]];
+			mask = mask | (1 << j); k++; j++
+		:: else -> break
+		od;
+		j = 0
+	fi;
+	nw = WITHCOUNT(base, COUNT(base) - gr);
+	if
+	:: k == qlen -> nw = nw & ~WBIT    /* the queue empties */
+	:: else
+	fi;
+	idle = (n == 0 && k == 0 && nw == old);
+	base = 0; free = 0; gr = 0
+}
+
+/* casServe: serveLocked's CAS. On success the returned permits leave c and
+ * the served waiters hold theirs, in the same step (ghost). */
+inline grantGhost(c)
+{
+	held[c] = 0;
+	j = 0;
+	do
+	:: j < qlen -> if :: mask & (1 << j) -> held[q[j]] = wn[q[j]] :: else fi; j++
+	:: else -> break
+	od;
+	j = 0
+}
+
+inline casServe(c)
+{
+#ifdef BUG_NONATOMIC
+	if
+	:: word == old -> ok = true
+	:: else -> ok = false
+	fi;
+	if
+	:: ok -> atomic { word = nw; grantGhost(c) }
+	:: else
+	fi
+#else
+	atomic {
+		if
+		:: word == old -> word = nw; grantGhost(c); ok = true
+		:: else -> ok = false
+		fi
+	}
+#endif
+}
+
+/* wakeServed: walkLocked with wake set: take the served waiters off the
+ * queue, mark them granted and set their events. Requires mu. */
+inline wakeServed()
+{
+	j = qlen;
+	do
+	:: j > 0 ->
+		j--;
+		if
+		:: mask & (1 << j) ->
+			w = q[j]; i = j; qRemoveAt(i); j = i;
+			status[w] = GRANTED; setEvent(w)
+		:: else
 		fi
 	:: else -> break
 	od;
-	i = 0; w = 0
+	i = 0; j = 0; w = 0; mask = 0; k = 0
+}
+
+/* serveLocked(c, n): return n permits held by client c (none if n is 0) and
+ * serve the queue with what is then available, in one CAS; wake the served
+ * waiters only after it succeeds. Requires mu. */
+inline serveLocked(c, n)
+{
+	atomic { serveLoad(c, n) }
+	do
+	:: idle -> break
+	:: !idle ->
+		casServe(c);
+		if
+		:: ok -> atomic { wakeServed() }; break
+		:: else -> atomic { serveLoad(c, n) }
+		fi
+	od;
+	atomic { idle = 0; mask = 0; k = 0; old = 0; nw = 0; ok = 0 }
 }
 
 /* dispatchIfWaiters: old is the word the caller's CAS replaced. Ends the
@@ -245,14 +324,29 @@ inline dispatchIfWaiters()
 {
 	if
 	:: WAITERS(old) ->
-		lock();
-		dispatchLocked();
-		atomic { unlock(); busy--; old = 0; nw = 0; ok = 0 }
+		atomic { mu == 0 -> mu = 1; serveLoad(NOBODY, 0) }
+		do
+		:: idle -> break
+		:: !idle ->
+			casServe(NOBODY);
+			if
+			:: ok -> atomic { wakeServed() }; break
+			:: else -> atomic { serveLoad(NOBODY, 0) }
+			fi
+		od;
+		atomic { unlock(); busy--; idle = 0; mask = 0; k = 0; old = 0; nw = 0; ok = 0 }
 	:: else -> atomic { busy--; old = 0; nw = 0; ok = 0 }
 	fi
 }
 
-/* owner.ReturnPermits */
+#ifdef BUG_SKIP_WAKE
+#define HANDOFF(w)  0
+#else
+#define HANDOFF(w)  WAITERS(w)
+#endif
+
+/* owner.ReturnPermits: with waiters parked, the permits go back under mu in
+ * the CAS that hands them on (returnToQueue); otherwise by a plain CAS. */
 inline releaseLoad(c, n)
 {
 	old = word; assert(held[c] == n && n <= HELD(old));
@@ -267,17 +361,26 @@ inline release(c, n)
 {
 	atomic { busy++; releaseLoad(c, n) }
 	do
-	:: cas(old, nw, c, 0, false);
+	:: HANDOFF(old) ->
+		atomic { mu == 0 -> mu = 1; serveLoad(c, n) }
+		do
+		:: idle -> break
+		:: !idle ->
+			casServe(c);
+			if
+			:: ok -> atomic { wakeServed() }; break
+			:: else -> atomic { serveLoad(c, n) }
+			fi
+		od;
+		atomic { unlock(); busy--; idle = 0; mask = 0; k = 0; old = 0; nw = 0; ok = 0 };
+		break
+	:: !HANDOFF(old) ->
+		cas(old, nw, c, 0, false);
 		if
-		:: ok -> break
+		:: ok -> atomic { busy--; old = 0; nw = 0; ok = 0 }; break
 		:: else -> atomic { releaseLoad(c, n) }
 		fi
-	od;
-#ifdef BUG_SKIP_WAKE
-	atomic { busy--; old = 0; nw = 0; ok = 0 }
-#else
-	dispatchIfWaiters()
-#endif
+	od
 }
 
 /* owner.ForgetPermits */
@@ -303,7 +406,7 @@ inline forget(c, n)
 	dispatchIfWaiters()
 }
 
-/* Semaphore.TryRelease; fits reports whether it may proceed. */
+/* Semaphore.TryRelease; fits says whether it may proceed. */
 inline tryReleaseLoad(n)
 {
 	old = word;
@@ -315,7 +418,7 @@ inline tryRelease(n)
 {
 	atomic { busy++; tryReleaseLoad(n) }
 	do
-	:: !fits -> atomic { busy--; old = 0; nw = 0; break }
+	:: !fits -> atomic { busy--; old = 0; nw = 0 }; break
 	:: fits ->
 		cas(old, nw, NOBODY, 0, false);
 		if
@@ -337,7 +440,7 @@ inline setLimit(l)
 {
 	atomic { busy++; setLimitLoad(l) }
 	do
-	:: !fits -> atomic { busy--; old = 0; nw = 0; break }
+	:: !fits -> atomic { busy--; old = 0; nw = 0 }; break
 	:: fits ->
 		cas(old, nw, NOBODY, 0, false);
 		if
@@ -364,6 +467,9 @@ inline close()
 		}
 		if
 		:: ok ->
+#ifdef REACH_CLOSE_PARKED
+			assert(qlen == 0);
+#endif
 			d_step {
 				do
 				:: qlen > 0 ->
@@ -380,7 +486,8 @@ inline close()
 	atomic { unlock(); busy--; old = 0; ok = 0 }
 }
 
-/* mayTakeLoad(n): load the word and decide mayTakeLocked. Requires mu. */
+/* mayTakeLoad(n): load the word and decide mayTakeLocked: n permits are
+ * free and every queued waiter asks for more than the limit. Requires mu. */
 inline mayTakeLoad(n)
 {
 	old = word;
@@ -393,32 +500,39 @@ inline mayTakeLoad(n)
 	j = 0
 }
 
+/* fastLoad(n): the fast path's test: nothing blocks an arrival and n permits
+ * are free. */
+inline fastLoad(n)
+{
+	old = word;
+#ifdef BUG_OVERTAKE
+	fits = (old & CBIT) == 0 && COUNT(old) >= n
+#else
+	fits = (old & (WBIT | CBIT)) == 0 && COUNT(old) >= n
+#endif
+}
+
 /* A client acquires n permits (rounds times), then releases them, or, if
  * canForget, may forget them and add them back with TryRelease. If
  * canCancel, its context may be cancelled at any moment while it is parked. */
 proctype client(byte me; byte n; bit canCancel; bit canForget; byte rounds)
 {
-	short old, nw, t, h;
-	bool ok, fits;
-	byte i, j, w;
+	short old, nw, t, h, base, free, gr;
+	bool ok, fits, idle;
+	byte i, j, k, w, mask;
 
 again:
-	/* Acquire: the inlined fast path */
-	atomic { busy++; old = word }
-#ifdef BUG_OVERTAKE
-	if
-	:: (old & CBIT) == 0 && COUNT(old) >= n ->
-#else
-	if
-	:: (old & (WBIT | CBIT)) == 0 && COUNT(old) >= n ->
-#endif
+	/* Acquire's fast path: retry the CAS while the test still holds */
+	atomic { busy++; fastLoad(n) }
+	do
+	:: fits ->
 		cas(old, WITHCOUNT(old, COUNT(old) - n), me, n, true);
 		if
-		:: ok -> atomic { busy--; old = 0; goto holding }
-		:: else
+		:: ok -> atomic { busy--; old = 0; fits = 0; ok = 0; goto holding }
+		:: else -> atomic { fastLoad(n) }
 		fi
-	:: else
-	fi;
+	:: !fits -> break
+	od;
 
 	/* acquireSlow: takeOrQueueLocked(n, nil); the lock is taken in the
 	 * step of the first load */
@@ -444,10 +558,10 @@ again:
 	od;
 	atomic {
 		status[me] = WAITING; q[qlen] = me; qlen++;
-		unlock(); busy--; old = 0; ok = 0
+		unlock(); busy--; old = 0; ok = 0; fits = 0
 	}
 
-	/* park: the event, or the context (which takes the lock in cancel) */
+	/* park: the event, or the context (cancel takes the lock first) */
 	if
 	:: ev[me]?_ ->
 		if
@@ -468,6 +582,9 @@ again:
 		skip
 	:: status[me] == GRANTED ->
 		/* the grant raced the cancellation: pass the permits on */
+#ifdef REACH_GRANT_CANCEL
+		assert(false);
+#endif
 		tryWait(me);
 #ifdef BUG_LOSE_ON_CANCEL
 		atomic { unlock(); busy--; goto failed }
@@ -484,8 +601,9 @@ again:
 		tryWait(me);
 		atomic { unlock(); busy--; goto failed }
 	fi;
-	dispatchLocked();
-	atomic { unlock(); busy--; old = 0; ok = 0; goto failed };
+	/* dispatchLocked: removing w may let the waiters behind it fit */
+	serveLocked(NOBODY, 0);
+	atomic { unlock(); busy--; goto failed };
 
 holding:
 	if
@@ -495,7 +613,7 @@ holding:
 
 failed:
 	atomic {
-		/* putWaiter's precondition, and no permits left behind */
+		/* the free list's precondition, and no permits left behind */
 		assert(held[me] == 0 && len(ev[me]) == 0);
 		if
 		:: rounds > 1 -> rounds--; goto again
@@ -505,24 +623,23 @@ failed:
 }
 
 /* The controller moves the limit down (into debt if tokens hold more) or
- * up, then restores it to max so that every client can finish. */
+ * up, then restores it to max so that every client can finish. With
+ * WITH_CLOSE it closes the semaphore instead, at any moment. */
 proctype controller()
 {
-	short old, nw, t, h;
-	bool ok, fits;
-	byte i, j, w;
+	short old, nw, t, h, base, free, gr;
+	bool ok, fits, idle;
+	byte i, j, k, w, mask;
 
+#ifdef WITH_CLOSE
+	close();
+#else
 	if
 	:: setLimit(0)
 	:: setLimit(1)
 	:: tryRelease(1)
 	fi;
 	setLimit(MAXP);
-#ifdef WITH_CLOSE
-	if
-	:: close()
-	:: skip
-	fi;
 #endif
 	finished++
 }

@@ -3,6 +3,8 @@
 // package atomicsem, the fuzz targets and the tests all share one definition.
 package state
 
+import "github.com/atomicsem/atomicsem/internal/mutant"
+
 // The state word.
 //
 // All counting state of a Semaphore lives in one uint64, changed only by
@@ -75,6 +77,9 @@ func (s Word) Starving() bool { return s&StarvingBit != 0 }
 
 // withCount returns s with count replaced; every other bit is kept.
 func (s Word) WithCount(count int64) Word {
+	if mutant.Active == mutant.DropClosed {
+		s &^= ClosedBit // fault for scripts/mutants.sh; compiled out otherwise
+	}
 	return s&^countMask | Word(uint64(count)&countMask)
 }
 
@@ -122,12 +127,28 @@ func (s Word) Forget(n int64) (Word, bool) {
 		return s, false
 	}
 	total := max(s.Total()-n, 0)
+	if mutant.Active == mutant.Stale {
+		return s.WithTotal(total, s.Total()-(held-n)), true // fault: count from the old total
+	}
 	return s.WithTotal(total, total-(held-n)), true
 }
 
 // tryRelease adds n new permits if the total stays within max.
 func (s Word) TryRelease(n int64) (Word, bool) {
+	if mutant.Active == mutant.TryReleaseIgnoresHeld {
+		return s.tryReleaseIgnoringHeld(n)
+	}
 	if n <= 0 || s.Closed() || s.Total()+n > s.Max() {
+		return s, false
+	}
+	return s.WithTotal(s.Total()+n, s.Count()+n), true
+}
+
+// tryReleaseIgnoringHeld is TryRelease with a fault for scripts/mutants.sh:
+// its check counts only the available permits against max, forgetting the
+// ones that tokens hold.
+func (s Word) tryReleaseIgnoringHeld(n int64) (Word, bool) {
+	if n <= 0 || s.Closed() || s.Count()+n > s.Max() {
 		return s, false
 	}
 	return s.WithTotal(s.Total()+n, s.Count()+n), true

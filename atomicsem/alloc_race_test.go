@@ -1,0 +1,6 @@
+//go:build race
+
+package atomicsem_test
+
+// allocRaceBuild reports whether this is a -race build (see skipUnderRace).
+const allocRaceBuild = true

@@ -1,0 +1,46 @@
+// Package mutant names the deliberate faults that the mutation self-check
+// (scripts/mutants.sh) builds into the library, one build tag each, to show
+// that the test suite catches every one of them.
+//
+// Active is the fault this build carries: "" in every normal build, or one
+// of the names below when the package is built with the tag mutant_<name>.
+// Library code tests it against a name, as in
+//
+//	if mutant.Active == mutant.NonAtomic { ... }
+//
+// Both sides are constants, so in a normal build the condition is false at
+// compile time and the compiler removes the branch and its body: the faults
+// cost nothing where they are not built in.
+package mutant
+
+// The faults, one per build tag mutant_<name>.
+const (
+	// NonAtomic makes the state word's compare-and-swap a load, a compare
+	// and a separate store, so concurrent updates can be lost.
+	NonAtomic = "nonatomic"
+	// Stale makes Forget rebuild the count from the total it had before
+	// the permits were removed.
+	Stale = "stale"
+	// TryReleaseIgnoresHeld makes TryRelease check count + n ≤ max instead
+	// of total + n ≤ max, forgetting the permits that tokens hold.
+	TryReleaseIgnoresHeld = "tryrelease_ignores_held"
+	// SkipWake makes a token's Release return its permits without serving
+	// the parked waiters.
+	SkipWake = "skip_wake"
+	// LoseOnCancel makes a cancelled Acquire whose permits were granted in
+	// the race keep them instead of passing them on.
+	LoseOnCancel = "lose_on_cancel"
+	// NoCancelNotify makes a cancelled waiting Acquire leave the queue
+	// without serving the waiters behind it.
+	NoCancelNotify = "no_cancel_notify"
+	// DoubleRelease lets a token be released or forgotten more than once.
+	DoubleRelease = "double_release"
+	// DropClosed makes every change of the count clear the closed flag.
+	DropClosed = "drop_closed"
+)
+
+// All lists every fault, in the order scripts/mutants.sh runs them.
+var All = []string{
+	NonAtomic, Stale, TryReleaseIgnoresHeld, SkipWake,
+	LoseOnCancel, NoCancelNotify, DoubleRelease, DropClosed,
+}

@@ -1,0 +1,6 @@
+//go:build !(mutant_nonatomic || mutant_stale || mutant_tryrelease_ignores_held || mutant_skip_wake || mutant_lose_on_cancel || mutant_no_cancel_notify || mutant_double_release || mutant_drop_closed)
+
+package mutant
+
+// Active is the fault built into this build: none.
+const Active = ""

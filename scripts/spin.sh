@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# spin.sh model-checks docs/spin/semaphore.pml with SPIN.
+#
+# The clean configurations must verify with no errors. Every negative control
+# (a BUG_ variant: a known way to break the protocol) and every reachability
+# probe (a REACH_ variant: an assertion that a situation never arises, which
+# must be refuted to show the clean runs reach it) must report an error.
+# One line per run: verdict, variant, states stored, transitions, seconds.
+#
+# Usage: scripts/spin.sh            the standard runs (a few minutes on 2 cores)
+#        SPIN_LONG=1 scripts/spin.sh  adds the larger configuration
+# Needs spin (apt-get install spin) and a C compiler.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+model=$root/docs/spin/semaphore.pml
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+command -v spin >/dev/null || { echo "spin.sh: spin not found (apt-get install spin)" >&2; exit 2; }
+cc=${CC:-gcc}
+panflags=${PANFLAGS:--m200000}
+memlim=${SPIN_MEMLIM_MB:-4096}
+
+failures=0
+
+# run EXPECT DEFINES...: EXPECT is pass (no errors allowed) or fail.
+run() {
+	local expect=$1
+	shift
+	local name=${*:-clean}
+	local dir=$work/$(echo "$name" | tr ' =' '_-')
+	local defs=()
+	for d in "$@"; do defs+=("-D$d"); done
+	mkdir -p "$dir"
+	(cd "$dir" && spin "${defs[@]}" -a "$model" >spin.log 2>&1) || {
+		echo "ERROR    $name: spin -a failed"; cat "$dir/spin.log"; failures=$((failures + 1)); return
+	}
+	(cd "$dir" && $cc -w -O2 -DSAFETY -DCOLLAPSE -DMEMLIM="$memlim" -o pan pan.c) || {
+		echo "ERROR    $name: compiling pan failed"; failures=$((failures + 1)); return
+	}
+	local start end out errors states trans secs verdict
+	start=$(date +%s.%N)
+	out=$(cd "$dir" && ./pan $panflags 2>&1) || true
+	end=$(date +%s.%N)
+	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' <<<"$out" | tail -1)
+	states=$(awk '/states, stored/ {print $1}' <<<"$out" | tail -1)
+	trans=$(awk '/transitions \(= stored\+matched\)/ {print $1}' <<<"$out" | tail -1)
+	secs=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}')
+	local incomplete=""
+	if grep -q 'max search depth too small\|out of memory\|search not completed' <<<"$out"; then
+		incomplete=" (search incomplete)"
+	fi
+	case $expect in
+	pass)
+		if [[ $errors == 0 && -z $incomplete ]]; then verdict=PASS; else verdict=FAIL; failures=$((failures + 1)); fi
+		;;
+	fail)
+		if [[ -n $errors && $errors != 0 ]]; then verdict=CAUGHT; else verdict=MISSED; failures=$((failures + 1)); fi
+		;;
+	esac
+	printf '%-7s %-34s errors=%-2s states=%-10s transitions=%-12s %ss%s\n' \
+		"$verdict" "$name" "${errors:-?}" "${states:-?}" "${trans:-?}" "$secs" "$incomplete"
+	if [[ $verdict == FAIL || $verdict == MISSED ]]; then
+		grep -E 'pan:[0-9]+:|assertion violated|invalid end state' <<<"$out" | head -3 | sed 's/^/        /'
+	fi
+	if [[ $verdict == CAUGHT ]]; then
+		grep -E 'pan:[0-9]+:' <<<"$out" | head -1 | cut -c1-150 | sed 's/^/        /'
+	fi
+}
+
+echo "spin: $(spin -V)"
+echo "-- clean configurations (must verify)"
+run pass
+run pass WITH_CLOSE
+if [[ ${SPIN_LONG:-} == 1 ]]; then
+	run pass CLIENT1_ROUNDS=2
+fi
+
+echo "-- negative controls (must be caught)"
+run fail BUG_SKIP_WAKE
+run fail BUG_NO_CANCEL_NOTIFY
+run fail BUG_LOSE_ON_CANCEL
+run fail BUG_NONATOMIC
+run fail BUG_NO_SKIP
+run fail BUG_OVERTAKE
+run fail WITH_CLOSE BUG_DROP_CLOSED
+
+echo "-- reachability probes (must be refuted)"
+run fail REACH_DEBT
+run fail REACH_SKIP
+run fail REACH_GRANT_CANCEL
+run fail WITH_CLOSE REACH_CLOSE_PARKED
+
+if ((failures > 0)); then
+	echo "spin: $failures run(s) did not give the expected verdict"
+	exit 1
+fi
+echo "spin: all runs gave the expected verdict"
