@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -77,7 +78,10 @@ func TestParkedAcquireDoesNotAllocate(t *testing.T) {
 			waitParked(s)
 			slot.Release()
 		})
-		ctx := context.Background()
+		// A deadline, made before the measured runs, turns a lost wake-up
+		// into a quick failure rather than a hung test.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
 		allocs := testing.AllocsPerRun(allocRuns, func() {
 			releaser.kick()
 			var err error

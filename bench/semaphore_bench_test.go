@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -187,34 +186,32 @@ func BenchmarkCancel(b *testing.B) {
 	}
 }
 
-// BenchmarkThrottle measures acquires while the limit moves: 8 goroutines
-// per P take and return one permit while one more goroutine sets the limit
-// to 1 and back to 16 as fast as it can. Only atomicsem can move its limit
-// with permits held; x/sync's Weighted has a fixed size, and the channel's
-// capacity is fixed.
+// BenchmarkThrottle measures acquires while the limit moves: of 8
+// goroutines per P, one sets the limit to 1 and back to 16 in each of its
+// iterations while the others take and return one permit in each of
+// theirs. The setter runs as one of the benchmark's goroutines, so the
+// scheduler gives it the same share as the acquirers and the churn rate is
+// steady from run to run; setlimit/op says how many limit changes there were
+// per iteration of any goroutine. Only atomicsem can move its limit with
+// permits held: x/sync's Weighted has a fixed size, and so has a channel.
 func BenchmarkThrottle(b *testing.B) {
 	for _, im := range pick("atomicsem", "atomicsem-barging") {
 		b.Run("impl="+im.name+"/limit=1..16", func(b *testing.B) {
 			s := im.new(16, 16)
 			setter := s.(limitSetter)
-			var stop atomic.Bool
-			var moves atomic.Int64
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for !stop.Load() {
-					setter.setLimit(1)
-					runtime.Gosched()
-					setter.setLimit(16)
-					runtime.Gosched()
-					moves.Add(2)
-				}
-			}()
+			var ids, moves atomic.Int64
 			b.ReportAllocs()
 			defer measureCPU(b)()
 			b.SetParallelism(8)
 			b.RunParallel(func(pb *testing.PB) {
+				if ids.Add(1) == 1 {
+					for pb.Next() {
+						setter.setLimit(1)
+						setter.setLimit(16)
+						moves.Add(2)
+					}
+					return
+				}
 				ctx, h := context.Background(), new(held)
 				for pb.Next() {
 					if err := s.acquire(ctx, 1, h); err != nil {
@@ -223,9 +220,6 @@ func BenchmarkThrottle(b *testing.B) {
 					s.release(h)
 				}
 			})
-			b.StopTimer()
-			stop.Store(true)
-			wg.Wait()
 			b.ReportMetric(float64(moves.Load())/float64(b.N), "setlimit/op")
 		})
 	}

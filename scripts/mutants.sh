@@ -10,7 +10,8 @@
 #
 # Usage: scripts/mutants.sh [name...]   default: every internal/mutant/mutant_*.go
 # Environment: MUTANT_PKGS (the packages), MUTANT_TIMEOUT (go test -timeout,
-# default 120s), MUTANT_FLAGS (extra go test flags).
+# default 120s), MUTANT_FLAGS (extra go test flags), MUTANT_QUICK=1 (skip a
+# mutant's hooks run once its plain run has killed it).
 # Exits non-zero if the clean build fails, a mutant survives, or a run errs.
 set -uo pipefail
 
@@ -54,20 +55,32 @@ tier() {
 	fi
 }
 
-# why LOG: the first tests that failed, or the timeout.
+# why LOG: the first tests that failed, and the one that hung if the run
+# timed out.
 why() {
-	local log=$1 what
+	local log=$1 what hung
+	what=$(grep -oE -- '--- FAIL: [^ ]+' "$log" | awk '{print $3}' | awk -F/ '!seen[$1]++' | head -3 | paste -sd, -)
 	if grep -q 'panic: test timed out' "$log"; then
-		what="timeout"
-	else
-		what=$(grep -oE -- '--- FAIL: [^ ]+' "$log" | awk '{print $3}' | awk -F/ '!seen[$1]++ {print $1}' | head -3 | paste -sd, -)
-		[[ -z $what ]] && what=$(grep -m1 -E '^panic:' "$log" | cut -c1-60)
+		hung=$(awk '/running tests:/ {f = 1; next} f {sub(/^[ \t]+/, ""); sub(/ \(.*$/, ""); print; exit}' "$log")
+		what="${what:+$what, }timeout in ${hung:-?}"
 	fi
+	[[ -z $what ]] && what=$(grep -m1 -E '^panic:' "$log" | cut -c1-60)
 	echo "${what:-unknown}"
 }
 
 echo "mutants: go test -count=1 -timeout $timeout $extra $pkgs"
 clean_ok=1
+
+# The faults sit in small helpers on the fast paths; in a normal build their
+# checks are constant-false and compiled out, so those helpers must stay
+# inlinable. A fault check written so that it does not fold away shows here.
+inl=$(go build -gcflags=-m ./internal/state ./atomicsem ./token 2>&1)
+for f in 'Word.WithCount' 'Word.Forget' 'Word.TryRelease' '(*Semaphore).cas' '(*Token).end'; do
+	if ! grep -qF "can inline $f" <<<"$inl"; then
+		echo "BROKEN    $f is no longer inlinable in a normal build"
+		clean_ok=0
+	fi
+done
 for tags in "" "atomicsem_hooks"; do
 	read -r verdict secs < <(tier "$tags" "$logs/clean.log")
 	printf '%-9s %-26s tags=%-16s %6ss\n' "$( [[ $verdict == pass ]] && echo CLEAN || echo BROKEN )" "(none)" "${tags:-(none)}" "$secs"
@@ -85,6 +98,9 @@ killed=0 survived=0 errors=0
 for name in "${names[@]}"; do
 	detail=() dead=0 bad=0 total=0
 	for tags in "mutant_$name" "mutant_$name atomicsem_hooks"; do
+		if ((dead)) && [[ ${MUTANT_QUICK:-} == 1 ]]; then
+			break
+		fi
 		log=$logs/$name.${tags// /_}.log
 		read -r verdict secs < <(tier "$tags" "$log")
 		total=$(awk -v a="$total" -v b="$secs" 'BEGIN {printf "%.1f", a + b}')

@@ -7,8 +7,8 @@
 # must be refuted to show the clean runs reach it) must report an error.
 # One line per run: verdict, variant, states stored, transitions, seconds.
 #
-# Usage: scripts/spin.sh            the standard runs (a few minutes on 2 cores)
-#        SPIN_LONG=1 scripts/spin.sh  adds the larger configuration
+# Usage: scripts/spin.sh              the standard runs (about 3 minutes)
+#        SPIN_LONG=1 scripts/spin.sh  adds two larger configurations
 # Needs spin (apt-get install spin) and a C compiler.
 set -euo pipefail
 
@@ -72,9 +72,13 @@ run() {
 echo "spin: $(spin -V)"
 echo "-- clean configurations (must verify)"
 run pass
+run pass CLIENT1_ROUNDS=2
+run pass MAXP=2 INIT=1
 run pass WITH_CLOSE
+run pass WITH_CLOSE CLIENT1_ROUNDS=2
 if [[ ${SPIN_LONG:-} == 1 ]]; then
-	run pass CLIENT1_ROUNDS=2
+	run pass MAXP=2 INIT=2 CLIENT1_ROUNDS=2
+	run pass CLIENT1_ROUNDS=3
 fi
 
 echo "-- negative controls (must be caught)"

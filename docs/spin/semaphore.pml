@@ -4,9 +4,10 @@
  * The model follows atomicsem/semaphore.go and atomicsem/dispatch.go step
  * by step (see README.md for the mapping). The packed state word is one
  * variable, read by a load and changed only by a separate compare-and-swap
- * step, so every interleaving between a load and its CAS is explored. The wait queue, the waiters' status and the queue lock are plain
- * variables guarded by the modelled mutex, as in the Go code. A parked waiter
- * blocks on its own one-slot channel, the auto-reset event.
+ * step, so every interleaving between a load and its CAS is explored. The
+ * wait queue and the waiters' status are plain variables guarded by the
+ * modelled queue lock, as in the Go code. A parked waiter blocks on its own
+ * one-slot channel, the auto-reset event.
  *
  * Ghost state (not in the Go code) records who holds which permits and which
  * operations are in flight, so that the monitor can state the invariants:
@@ -137,7 +138,10 @@ end:
 	}
 }
 
-inline lock()   { atomic { mu == 0 -> mu = 1 } }
+/* The lock is taken in one step with the first load of the word under it,
+ * as atomic { mu == 0 -> mu = 1; ... }. That loses no state: a run in which
+ * the word changes between taking the lock and the load ends where a run
+ * that takes the lock after the change does, and that run is explored. */
 inline unlock() { mu = 0 }
 
 /* cas(old, nw, g, gv, arrive): Semaphore.cas. On success the ghost slot g is
