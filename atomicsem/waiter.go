@@ -1,8 +1,9 @@
 package atomicsem
 
 import (
-	"sync"
 	"time"
+
+	"go.uber.org/atomic"
 
 	"github.com/atomicsem/atomicsem/event"
 )
@@ -38,22 +39,29 @@ const maxFreeWaiters = 1024
 // channels. It is per semaphore rather than a global sync.Pool because a
 // channel made inside a testing/synctest bubble must not be used outside it:
 // a shared pool would hand one test's channel to another.
+//
+// It is a lock-free stack with one consumer: records are pushed by returning
+// Acquires without any lock, and popped only under the semaphore's mu. With a
+// single popper a record cannot leave and come back between a pop's load and
+// its CAS, so the stack is free of the ABA problem.
 type waiterFreeList struct {
-	mu   sync.Mutex
-	head *waiter
-	len  int
+	head atomic.Pointer[waiter]
+	len  atomic.Int32 // approximate: only enforces maxFreeWaiters
 }
 
-func (l *waiterFreeList) get(n int64) *waiter {
-	l.mu.Lock()
-	w := l.head
-	if w != nil {
-		l.head = w.next
-		l.len--
-	}
-	l.mu.Unlock()
-	if w == nil {
-		w = new(waiter)
+// getLocked requires that the semaphore's mu is held.
+func (l *waiterFreeList) getLocked(n int64) *waiter {
+	var w *waiter
+	for {
+		w = l.head.Load()
+		if w == nil {
+			w = new(waiter)
+			break
+		}
+		if l.head.CompareAndSwap(w, w.next) {
+			l.len.Dec()
+			break
+		}
 	}
 	w.next = nil
 	w.n = n
@@ -63,14 +71,18 @@ func (l *waiterFreeList) get(n int64) *waiter {
 
 // put requires that w is off the queue and its event is clear.
 func (l *waiterFreeList) put(w *waiter) {
-	w.since = time.Time{}
-	l.mu.Lock()
-	if l.len < maxFreeWaiters {
-		w.next = l.head
-		l.head = w
-		l.len++
+	if l.len.Load() >= maxFreeWaiters {
+		return // left to the garbage collector
 	}
-	l.mu.Unlock()
+	l.len.Inc()
+	w.since = time.Time{}
+	for {
+		head := l.head.Load()
+		w.next = head
+		if l.head.CompareAndSwap(head, w) {
+			return
+		}
+	}
 }
 
 // waitQueue is a doubly linked FIFO list of waiters. All of it is guarded by
