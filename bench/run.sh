@@ -8,6 +8,7 @@
 #   COUNT      samples per benchmark (default 10)
 #   BENCHTIME  -benchtime of each sample (default 1s)
 #   OUT        directory for the raw results (default bench/out)
+#   CPU        -cpu list, e.g. 1,2,4,8,16 (default: GOMAXPROCS only)
 #
 # The test binary is built once and run COUNT times with -count 1, so that
 # the samples of every implementation are spread over the same stretch of
@@ -35,7 +36,7 @@ go test -c -o "$OUT/bench.test" .
 for i in $(seq "$COUNT"); do
 	echo "== round $i of $COUNT" >&2
 	"$OUT/bench.test" -test.run '^$' -test.bench "$PATTERN" -test.benchmem \
-		-test.count 1 -test.benchtime "$BENCHTIME" | tee -a "$raw" >&2
+		-test.count 1 -test.benchtime "$BENCHTIME" ${CPU:+-test.cpu "$CPU"} | tee -a "$raw" >&2
 done
 
 echo
