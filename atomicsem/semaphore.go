@@ -407,7 +407,9 @@ func (s *Semaphore) cancel(w *waiter) {
 		if mutant.Active == mutant.LoseOnCancel {
 			return // fault: the granted permits are dropped
 		}
-		s.giveBackLocked(w.n)
+		// Return the permits and serve the queue with them in one CAS.
+		s.serveLocked(w.n)
+		return
 	case woken:
 		// The wake-up was meant for w; pass it on.
 		w.ready.TryWait()
@@ -530,22 +532,6 @@ func (s *Semaphore) removeLocked(w *waiter) {
 		old := s.load()
 		hook.At(hook.BeforeCAS)
 		if s.cas(old, old.WithFlag(state.WaitersBit, false).WithFlag(state.StarvingBit, false)) {
-			return
-		}
-	}
-}
-
-// giveBackLocked returns n permits that were granted to a waiter that then
-// cancelled. It requires that s.mu is held.
-func (s *Semaphore) giveBackLocked(n int64) {
-	for {
-		old := s.load()
-		new, ok := old.Release(n)
-		if !ok {
-			panic("atomicsem: internal error: returned permits exceed those held")
-		}
-		hook.At(hook.BeforeCAS)
-		if s.cas(old, new) {
 			return
 		}
 	}

@@ -593,14 +593,9 @@ again:
 #ifdef BUG_LOSE_ON_CANCEL
 		atomic { unlock(); busy--; goto failed }
 #endif
-		atomic { old = word; assert(n <= HELD(old)) }
-		do
-		:: cas(old, WITHCOUNT(old, COUNT(old) + n), me, 0, false);
-			if
-			:: ok -> break
-			:: else -> atomic { old = word; assert(n <= HELD(old)) }
-			fi
-		od
+		/* return the permits and serve the queue with them in one CAS */
+		serveLocked(me, n);
+		atomic { unlock(); busy--; goto failed }
 	:: status[me] == CLOSEDST ->
 		tryWait(me);
 		atomic { unlock(); busy--; goto failed }
