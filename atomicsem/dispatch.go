@@ -1,23 +1,22 @@
 package atomicsem
 
 import (
-	"time"
-
 	"github.com/atomicsem/atomicsem/internal/hook"
 	"github.com/atomicsem/atomicsem/internal/state"
 )
 
 // Serving the queue.
 //
-// Whenever permits come back or the limit rises while waiters are parked,
-// the queue is served under mu: dispatchLocked walks it from the front and
-// decides, from one load of the word, which waiters leave it; then one
-// compare-and-swap installs the outcome (permits granted, flags) and only
-// after it succeeds are the waiters woken. A failed CAS means the word moved
-// under the walk, and the walk is decided again from a fresh load. So a
-// dispatch changes the word once however many waiters it serves, and a
-// release in FIFO mode returns its permits and hands them on in that same
-// change (returnToQueue).
+// Whenever permits come back or the limit moves while waiters that fit
+// under it are parked, the queue is served under mu: serveLocked applies the
+// change to a freshly loaded word, walks the queue from the front and
+// decides, from that one word, which waiters leave it; then one
+// compare-and-swap installs the outcome (the change, the permits granted,
+// the queue flags) and only after it succeeds are the waiters woken. A
+// failed CAS means the word moved under the walk, and everything is decided
+// again from a fresh load. So a dispatch changes the word once however many
+// waiters it serves, and a release in FIFO mode returns its permits and
+// hands them on in that same change.
 //
 // The walk: a waiter that asks for more than the limit is passed over (no
 // release can serve it, so it must not hold back others, and it keeps its
@@ -25,7 +24,9 @@ import (
 // what keeps large requests from starving. In FIFO mode, and in barging mode
 // while starving, each waiter that fits is granted its permits directly.
 // Otherwise (barging) it is woken to compete for them, and the walk wakes
-// only as many as the free permits could serve.
+// only as many as the free permits could serve. The walk also recomputes
+// the eligible flag: a waiter is left that fits under the limit exactly
+// when the walk stopped at one.
 //
 // Barging mode turns to hand-off (sets the starving flag) when the waiter
 // that stops the walk has waited longer than the starvation bound, and back
@@ -36,45 +37,44 @@ import (
 type dispatchPlan struct {
 	served  int64 // waiters that leave the queue, granted or woken
 	granted int64 // permits handed to them outright (hand-off)
+	stopped bool  // the walk stopped at a waiter that fits under the limit
 	fresh   bool  // a granted waiter had waited less than the starvation bound
 	starved bool  // the waiter that stopped the walk waited past the bound
 }
 
-// dispatch is outlined so that its callers' fast paths stay small.
-func (s *Semaphore) dispatch() {
-	hook.At(hook.BeforeDispatch)
-	s.mu.Lock()
-	s.dispatchLocked()
-	s.mu.Unlock()
-}
+// dispatch serves the queue with the permits available now. It is outlined
+// so that its callers' fast paths stay small.
+func (s *Semaphore) dispatch() { s.serve(state.Word.Release, 0) }
 
-// returnToQueue gives n permits returned by a token straight to the front
-// waiters: the permits come back and are granted in the same CAS, so a
-// hand-off costs one change of the word instead of two.
-func (s *Semaphore) returnToQueue(n int64) {
+// serve takes mu and calls serveLocked.
+func (s *Semaphore) serve(change transition, arg int64) bool {
 	hook.At(hook.BeforeDispatch)
 	s.mu.Lock()
-	s.serveLocked(n)
+	ok := s.serveLocked(change, arg)
 	s.mu.Unlock()
+	return ok
 }
 
 // dispatchLocked serves the queue with the permits available now. It
 // requires that s.mu is held.
-func (s *Semaphore) dispatchLocked() { s.serveLocked(0) }
+func (s *Semaphore) dispatchLocked() { s.serveLocked(state.Word.Release, 0) }
 
-// serveLocked returns n permits (none if n is 0) and serves the queue with
-// what is then available, in one CAS. It requires that s.mu is held.
-func (s *Semaphore) serveLocked(n int64) {
+// serveLocked applies change(word, arg) and serves the queue with the
+// permits and the limit that result, in one CAS; change is a release of the
+// permits a token returns (Release with 0 for none), or a move of the
+// limit. It reports whether change accepted the word. It requires that
+// s.mu is held.
+func (s *Semaphore) serveLocked(change transition, arg int64) bool {
 	for {
 		old := s.load()
-		base, ok := old.Release(n)
+		base, ok := change(old, arg)
 		if !ok {
-			panic("atomicsem: internal error: returned permits exceed those held")
+			return false
 		}
 		plan := s.walkLocked(base, false)
 		new := s.settle(base, plan)
-		if n == 0 && plan.served == 0 && new == old {
-			return // nothing to do
+		if plan.served == 0 && new == old {
+			return true // nothing to do
 		}
 		// Even when new == old (a hand-off of exactly what came back),
 		// the CAS is what confirms that the walk saw the current word.
@@ -85,7 +85,7 @@ func (s *Semaphore) serveLocked(n int64) {
 		// Stats must not count a waiter that may already have returned.
 		s.queued.Sub(plan.served)
 		s.walkLocked(base, true)
-		return
+		return true
 	}
 }
 
@@ -110,6 +110,7 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool) (plan dispatchPlan) {
 			w = next // no release can serve w; it keeps its place
 			continue
 		case free < w.n:
+			plan.stopped = true
 			plan.starved = !wake && s.waitedTooLong(w)
 			return plan
 		}
@@ -136,20 +137,17 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool) (plan dispatchPlan) {
 // settle returns base with the plan's permits granted and its flags
 // rebuilt. It requires that s.mu is held.
 func (s *Semaphore) settle(base state.Word, plan dispatchPlan) state.Word {
-	new := base.WithCount(base.Count() - plan.granted)
-	if plan.served == s.queued.Load() {
-		// The queue empties, and with it any reason to hand off.
-		return new.WithFlag(state.WaitersBit, false).WithFlag(state.StarvingBit, false)
-	}
+	new := base.WithHeld(base.Held() + plan.granted)
+	queued := plan.served < s.queued.Load()
 	starving := (base.Starving() && !plan.fresh) || plan.starved
-	return new.WithFlag(state.StarvingBit, starving)
+	return new.WithQueue(queued, plan.stopped, starving)
 }
 
 // waitedTooLong reports whether w, in barging mode, has waited past the
 // starvation bound. It is always false in FIFO mode, which never sets the
 // starving flag.
 func (s *Semaphore) waitedTooLong(w *waiter) bool {
-	return s.barging && time.Since(w.since) >= s.starvationBound
+	return s.barging && w.waitedFor() >= s.starvationBound
 }
 
 // markStarvingLocked sets the starving flag if w, a waiter at the front in
@@ -163,7 +161,7 @@ func (s *Semaphore) markStarvingLocked(w *waiter) {
 	}
 	for {
 		old := s.load()
-		if old.Starving() || !old.Waiters() {
+		if old.Starving() || !old.Eligible() {
 			return
 		}
 		hook.At(hook.BeforeCAS)

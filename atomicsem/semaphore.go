@@ -85,7 +85,7 @@ type Semaphore struct {
 	queued atomic.Int64
 
 	// block holds the flags that stop a fast-path acquire: closed and, in
-	// FIFO mode, waiters; in barging mode, starving instead of waiters.
+	// FIFO mode, eligible; in barging mode, starving instead of eligible.
 	block           state.Word
 	barging         bool
 	starvationBound time.Duration
@@ -113,7 +113,7 @@ func New(initial, max int64, opts ...Option) (*Semaphore, error) {
 		opt(&cfg)
 	}
 	s := &Semaphore{
-		block:           state.ClosedBit | state.WaitersBit,
+		block:           state.ClosedBit | state.EligibleBit,
 		barging:         cfg.barging,
 		starvationBound: cfg.starvationBound,
 	}
@@ -145,7 +145,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 	if n > 0 && !isDone(ctx) {
 		for old := s.load(); old&s.block == 0 && old.Count() >= n; old = s.load() {
 			hook.At(hook.BeforeCAS)
-			if s.cas(old, old.WithCount(old.Count()-n)) {
+			if s.cas(old, old.WithHeld(old.Held()+n)) {
 				return s.tokenFor(n), nil
 			}
 		}
@@ -163,7 +163,7 @@ func (s *Semaphore) TryAcquire(n int64) (token.Token, bool) {
 	if n > 0 {
 		for old := s.load(); old&s.block == 0 && old.Count() >= n; old = s.load() {
 			hook.At(hook.BeforeCAS)
-			if s.cas(old, old.WithCount(old.Count()-n)) {
+			if s.cas(old, old.WithHeld(old.Held()+n)) {
 				return s.tokenFor(n), true
 			}
 		}
@@ -182,18 +182,7 @@ func (s *Semaphore) TryRelease(n int64) bool {
 	if n <= 0 || n > MaxPermits {
 		return false
 	}
-	for {
-		old := s.load()
-		new, ok := old.TryRelease(n)
-		if !ok {
-			return false
-		}
-		hook.At(hook.BeforeCAS)
-		if s.cas(old, new) {
-			s.dispatchIfWaiters(old)
-			return true
-		}
-	}
+	return s.changeLimit(state.Word.TryRelease, n)
 }
 
 // SetLimit moves the live limit to limit in one step. Raising it makes the
@@ -205,23 +194,16 @@ func (s *Semaphore) TryRelease(n int64) bool {
 // SetLimit returns ErrInvalidPermits if limit < 0, ErrExceedsMax if it is
 // above the maximum, and ErrClosed after Close; in each case nothing changes.
 func (s *Semaphore) SetLimit(limit int64) error {
-	for {
-		old := s.load()
-		switch {
-		case limit < 0:
-			return fmt.Errorf("%w: SetLimit(%d)", ErrInvalidPermits, limit)
-		case limit > old.Max():
-			return fmt.Errorf("%w: SetLimit(%d) with max %d", ErrExceedsMax, limit, old.Max())
-		case old.Closed():
-			return ErrClosed
-		}
-		new, _ := old.SetLimit(limit)
-		hook.At(hook.BeforeCAS)
-		if s.cas(old, new) {
-			s.dispatchIfWaiters(old)
-			return nil
-		}
+	switch max := s.load().Max(); {
+	case limit < 0:
+		return fmt.Errorf("%w: SetLimit(%d)", ErrInvalidPermits, limit)
+	case limit > max:
+		return fmt.Errorf("%w: SetLimit(%d) with max %d", ErrExceedsMax, limit, max)
 	}
+	if !s.changeLimit(state.Word.SetLimit, limit) {
+		return ErrClosed // the only refusal left for a limit within [0, max]
+	}
+	return nil
 }
 
 // Close closes the semaphore. Every parked Acquire returns ErrClosed, and
@@ -238,7 +220,7 @@ func (s *Semaphore) Close() {
 			return
 		}
 		hook.At(hook.BeforeCAS)
-		if s.cas(old, new.WithFlag(state.WaitersBit, false).WithFlag(state.StarvingBit, false)) {
+		if s.cas(old, new.WithQueue(false, false, false)) {
 			break
 		}
 	}
@@ -272,6 +254,32 @@ func (s *Semaphore) Stats() Stats {
 		Max:       w.Max(),
 		Waiters:   int(s.queued.Load()),
 		Closed:    w.Closed(),
+	}
+}
+
+// A transition is one of the word's transitions, as a method expression of
+// state.Word: state.Word.Release, state.Word.SetLimit and so on.
+type transition = func(w state.Word, arg int64) (state.Word, bool)
+
+// changeLimit applies a transition that moves the limit (TryRelease,
+// SetLimit, Forget) and reports whether it was accepted. With no waiter
+// queued it is one CAS. With waiters queued the limit decides which of them
+// a release could serve, so the change is made under mu, together with the
+// eligible flag that says so and the serving of the waiters it admits.
+func (s *Semaphore) changeLimit(change transition, arg int64) bool {
+	for {
+		old := s.load()
+		new, ok := change(old, arg)
+		if !ok {
+			return false
+		}
+		if old.Queued() {
+			return s.serve(change, arg)
+		}
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, new) {
+			return true
+		}
 	}
 }
 
@@ -329,7 +337,7 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) (token.Token, erro
 	}
 	w := s.free.getLocked(n)
 	if s.barging {
-		w.since = time.Now()
+		w.markArrival()
 	}
 	s.enqueueLocked(w, false)
 	s.mu.Unlock()
@@ -408,7 +416,7 @@ func (s *Semaphore) cancel(w *waiter) {
 			return // fault: the granted permits are dropped
 		}
 		// Return the permits and serve the queue with them in one CAS.
-		s.serveLocked(w.n)
+		s.serveLocked(state.Word.Release, w.n)
 		return
 	case woken:
 		// The wake-up was meant for w; pass it on.
@@ -446,10 +454,13 @@ func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error)
 				continue
 			}
 		}
-		// Set the flag before queueing, under mu, so that every release
-		// from now on sees it and comes to serve the queue.
+		// Set the flags before queueing, under mu, so that every release
+		// and limit change from now on sees them and comes to serve the
+		// queue. A request above the limit leaves eligible as it is: no
+		// release can serve it, so arrivals need not queue behind it.
+		new := old.WithQueue(true, old.Eligible() || n <= old.Total(), old.Starving())
 		hook.At(hook.BeforeCAS)
-		if new := old | state.WaitersBit; new == old || s.cas(old, new) {
+		if new == old || s.cas(old, new) {
 			if w != nil {
 				w.status = waiting
 				s.enqueueLocked(w, true)
@@ -472,38 +483,21 @@ func (s *Semaphore) mayTakeLocked(old state.Word, n int64) bool {
 	}
 	// FIFO, and barging during hand-off: only waiters that cannot fit under
 	// the current limit may be overtaken, since no release could serve
-	// them. (A starving head whose request the limit has since dropped
-	// below would otherwise make arrivals queue with permits free, and no
-	// release would come to serve them.)
-	return s.wants.smallest(&s.queue) > old.Total()
+	// them. Under mu the eligible flag says exactly whether any other is
+	// queued.
+	return !old.Eligible()
 }
 
-// tryAcquireSlow is TryAcquire's slow path, outlined so that the fast path
-// can be inlined.
+// tryAcquireSlow is TryAcquire's slow path: the fast path has already
+// refused every n > 0, for want of permits, because the semaphore is closed,
+// or because a waiter that must not be overtaken is queued (the eligible
+// flag in FIFO mode, starving in barging mode, which implies eligible). So
+// only a request for nothing can succeed, and no lock is needed.
 func (s *Semaphore) tryAcquireSlow(n int64) (token.Token, bool) {
-	old := s.load()
-	if n < 0 || n > old.Max() || old.Closed() {
+	if n != 0 || s.load().Closed() {
 		return token.Token{}, false
 	}
-	if n == 0 {
-		return s.tokenFor(0), true
-	}
-	if old.Count() < n {
-		return token.Token{}, false // without taking the lock: nothing to take
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for {
-		old := s.load()
-		if old.Closed() || !s.mayTakeLocked(old, n) {
-			return token.Token{}, false
-		}
-		new, _ := old.Acquire(n, 0)
-		hook.At(hook.BeforeCAS)
-		if s.cas(old, new) {
-			return s.tokenFor(n), true
-		}
-	}
+	return s.tokenFor(0), true
 }
 
 // enqueueLocked queues w at the back, or at the front for a woken waiter
@@ -518,30 +512,21 @@ func (s *Semaphore) enqueueLocked(w *waiter, front bool) {
 	s.queued.Inc()
 }
 
-// removeLocked takes w off the queue and clears the waiters flag if the queue
-// is now empty (with the starving flag, which only a waiter can justify). It
+// removeLocked takes w off the queue and brings the queue flags up to date:
+// the queue may now be empty, or hold only waiters above the limit. It
 // requires that s.mu is held.
 func (s *Semaphore) removeLocked(w *waiter) {
 	s.queue.remove(w)
 	s.wants.removed(w.n)
 	s.queued.Dec()
-	if !s.queue.empty() {
-		return
-	}
 	for {
 		old := s.load()
+		eligible := s.wants.smallest(&s.queue) <= old.Total()
+		new := old.WithQueue(!s.queue.empty(), eligible, old.Starving())
 		hook.At(hook.BeforeCAS)
-		if s.cas(old, old.WithFlag(state.WaitersBit, false).WithFlag(state.StarvingBit, false)) {
+		if new == old || s.cas(old, new) {
 			return
 		}
-	}
-}
-
-// dispatchIfWaiters serves the queue if old, the word an operation just
-// replaced, says that waiters were parked.
-func (s *Semaphore) dispatchIfWaiters(old state.Word) {
-	if old.Waiters() {
-		s.dispatch()
 	}
 }
 
@@ -565,15 +550,19 @@ func (o *owner) ReturnPermits(n int64) {
 			}
 			continue
 		}
-		if old.Waiters() && (!s.barging || old.Starving()) {
+		if old.Eligible() && (!s.barging || old.Starving()) {
 			// Hand-off: the front waiters get the permits in the same
 			// step that returns them.
-			s.returnToQueue(n)
+			s.serve(state.Word.Release, n)
 			return
 		}
+		// No queued waiter fits under the limit, or in barging mode they
+		// compete for the permits: return them without the lock.
 		hook.At(hook.BeforeCAS)
 		if s.cas(old, new) {
-			s.dispatchIfWaiters(old)
+			if old.Eligible() {
+				s.dispatch() // barging: wake the front waiters to compete
+			}
 			return
 		}
 	}
@@ -581,20 +570,10 @@ func (o *owner) ReturnPermits(n int64) {
 
 // ForgetPermits implements token.Owner.
 func (o *owner) ForgetPermits(n int64) {
-	s := (*Semaphore)(o)
-	for {
-		old := s.load()
-		new, ok := old.Forget(n)
-		if !ok {
-			panic("atomicsem: internal error: forgotten permits exceed those held")
-		}
-		hook.At(hook.BeforeCAS)
-		if s.cas(old, new) {
-			// A lower limit can let waiters that asked for more than it
-			// step aside for the ones behind them.
-			s.dispatchIfWaiters(old)
-			return
-		}
+	// A lower limit can let waiters that asked for more than it step aside
+	// for the ones behind them: changeLimit serves the queue.
+	if !(*Semaphore)(o).changeLimit(state.Word.Forget, n) {
+		panic("atomicsem: internal error: forgotten permits exceed those held")
 	}
 }
 

@@ -30,7 +30,7 @@ func FuzzTransitions(f *testing.F) {
 }
 
 // flagBits are the word's flags, which no counting transition may touch.
-const flagBits = state.WaitersBit | state.ClosedBit | state.StarvingBit
+const flagBits = state.QueueFlags | state.ClosedBit
 
 // blocks are the block masks the semaphore passes to Acquire: none (the
 // caller has checked the flags under the queue lock), and closed with or
@@ -38,7 +38,7 @@ const flagBits = state.WaitersBit | state.ClosedBit | state.StarvingBit
 var blocks = []state.Word{
 	0,
 	state.ClosedBit,
-	state.ClosedBit | state.WaitersBit,
+	state.ClosedBit | state.EligibleBit,
 	state.ClosedBit | state.StarvingBit,
 }
 
@@ -50,8 +50,12 @@ func decodeWord(t *testing.T, d *decoder) state.Word {
 	total := d.upTo(maxP)
 	held := d.upTo(maxP)
 	count := total - held
-	flags := state.Word(d.next()&7) << 61
-	w := state.New(count, total, maxP) | flags
+	f := d.next()
+	w := state.New(count, total, maxP).WithQueue(f&1 != 0, f&2 != 0, f&4 != 0)
+	if f&8 != 0 {
+		w |= state.ClosedBit
+	}
+	flags := w & flagBits
 	require.Equal(t, []int64{count, total, maxP}, []int64{w.Count(), w.Total(), w.Max()},
 		"New(%d, %d, %d) does not read back", count, total, maxP)
 	require.Equal(t, flags, w&flagBits)
@@ -131,8 +135,8 @@ func modelOf(w state.Word) model.Semaphore {
 }
 
 func describeWord(w state.Word) string {
-	return fmt.Sprintf("word{count %d, total %d, max %d, waiters %t, closed %t, starving %t}",
-		w.Count(), w.Total(), w.Max(), w.Waiters(), w.Closed(), w.Starving())
+	return fmt.Sprintf("word{count %d, held %d, total %d, max %d, queued %t, eligible %t, closed %t, starving %t}",
+		w.Count(), w.Held(), w.Total(), w.Max(), w.Queued(), w.Eligible(), w.Closed(), w.Starving())
 }
 
 func clamp(v, lo, hi int64) int64 { return min(max(v, lo), hi) }
