@@ -2,6 +2,7 @@ package event
 
 import (
 	"context"
+	"unsafe"
 
 	"go.uber.org/atomic"
 )
@@ -14,16 +15,20 @@ import (
 // do not count: two Sets with nobody waiting release one waiter, not two.
 // Waiters never wake without a Set.
 //
-// The zero value is an unset event, ready to use. An AutoReset must not be
-// copied after first use.
+// The zero value is an unset event, ready to use. An AutoReset is one word;
+// its first use makes its channel, its one allocation, and nothing after that
+// allocates. An AutoReset must not be copied after first use.
 //
 // Memory ordering: a Set synchronizes before the return of the Wait (or the
 // receive from C, or the successful TryWait) that consumes it.
 type AutoReset struct {
 	_ noCopy
-	// ch holds at most one token: a full buffer means "set". It is created
-	// on first use so that the zero value works.
-	ch atomic.Pointer[chan struct{}]
+	// ch is the event's channel, a chan struct{} with a buffer of one: a
+	// full buffer means "set". It is created on first use so that the zero
+	// value works, and stored as the channel's own pointer (see chanPointer)
+	// rather than as a pointer to a copy of the channel value, which would
+	// cost a second allocation per event.
+	ch atomic.UnsafePointer
 }
 
 // Set sets the event. If a goroutine is waiting, exactly one of them is
@@ -84,18 +89,51 @@ func (e *AutoReset) C() <-chan struct{} {
 	return e.channel()
 }
 
+// channel returns the event's channel, making it on first use.
 func (e *AutoReset) channel() chan struct{} {
-	if p := e.ch.Load(); p != nil {
-		return *p
+	p := e.ch.Load()
+	if p == nil {
+		p = e.initChannel()
 	}
-	return e.initChannel()
+	return pointerChan(p)
 }
 
-// initChannel is outlined so that channel can be inlined.
-func (e *AutoReset) initChannel() chan struct{} {
-	c := make(chan struct{}, 1)
-	if e.ch.CompareAndSwap(nil, &c) {
-		return c
+// initChannel makes the channel on first use and returns its pointer. If
+// several goroutines race to make it, one CompareAndSwap wins and the others
+// use the winner's channel, so every caller sees the same one. It is kept
+// out of channel because it runs once per event, and channel on every call.
+func (e *AutoReset) initChannel() unsafe.Pointer {
+	p := chanPointer(make(chan struct{}, 1))
+	if e.ch.CompareAndSwap(nil, p) {
+		return p
 	}
-	return *e.ch.Load() // another goroutine won the race
+	return e.ch.Load() // another goroutine won the race
 }
+
+// chanPointer and pointerChan convert between a channel and the pointer it
+// is made of, so that an atomic pointer can hold the channel itself.
+//
+// This is sound because a channel value is exactly one pointer, to the
+// runtime's channel record (the compile-time checks below fail the build on
+// any platform where the sizes differ), and that record is a heap object
+// like any other: while ch holds its address, the garbage collector sees an
+// ordinary unsafe.Pointer to it and keeps it alive. The conversions copy the
+// pointer word unchanged, so pointerChan(chanPointer(c)) == c. The channel is
+// fully made before the CompareAndSwap that publishes it, and the Load that
+// reads it back is atomic, so every goroutine that sees the pointer sees an
+// initialised channel.
+func chanPointer(c chan struct{}) unsafe.Pointer {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&c))
+}
+
+func pointerChan(p unsafe.Pointer) chan struct{} {
+	return *(*chan struct{})(unsafe.Pointer(&p))
+}
+
+// A channel and an unsafe.Pointer must have the same size for chanPointer
+// and pointerChan to be exact; each constant overflows uintptr, and so fails
+// to compile, if one is larger than the other.
+const (
+	_ = unsafe.Sizeof(chan struct{}(nil)) - unsafe.Sizeof(unsafe.Pointer(nil))
+	_ = unsafe.Sizeof(unsafe.Pointer(nil)) - unsafe.Sizeof(chan struct{}(nil))
+)

@@ -1,0 +1,6 @@
+//go:build race
+
+package event_test
+
+// raceBuild reports whether this is a -race build (see skipUnderRace).
+const raceBuild = true
