@@ -273,7 +273,7 @@ func (s *Semaphore) changeLimit(change transition, arg int64) bool {
 		if !ok {
 			return false
 		}
-		if old.Queued() {
+		if old.Queued() && mutant.Active != mutant.LimitLockFree {
 			return s.serve(change, arg)
 		}
 		hook.At(hook.BeforeCAS)
@@ -425,7 +425,8 @@ func (s *Semaphore) cancel(w *waiter) {
 		w.ready.TryWait()
 		return
 	}
-	// Removing w may let the waiters behind it fit.
+	// Removing w may let the waiters behind it fit, and the flags must
+	// stop counting it.
 	s.dispatchLocked()
 }
 
@@ -458,7 +459,11 @@ func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error)
 		// and limit change from now on sees them and comes to serve the
 		// queue. A request above the limit leaves eligible as it is: no
 		// release can serve it, so arrivals need not queue behind it.
-		new := old.WithQueue(true, old.Eligible() || n <= old.Total(), old.Starving())
+		eligible := old.Eligible() || n <= old.Total()
+		if mutant.Active == mutant.EligibleNotSet {
+			eligible = old.Eligible() // fault: a waiter that fits is not counted
+		}
+		new := old.WithQueue(true, eligible, old.Starving())
 		hook.At(hook.BeforeCAS)
 		if new == old || s.cas(old, new) {
 			if w != nil {
@@ -512,22 +517,15 @@ func (s *Semaphore) enqueueLocked(w *waiter, front bool) {
 	s.queued.Inc()
 }
 
-// removeLocked takes w off the queue and brings the queue flags up to date:
-// the queue may now be empty, or hold only waiters above the limit. It
-// requires that s.mu is held.
+// removeLocked takes w off the queue. The queue flags may then say more
+// than is true (the queue may be empty, or hold only waiters above the
+// limit), which only sends other calls to the lock; the caller serves the
+// queue next, and that brings the flags up to date. It requires that s.mu
+// is held.
 func (s *Semaphore) removeLocked(w *waiter) {
 	s.queue.remove(w)
 	s.wants.removed(w.n)
 	s.queued.Dec()
-	for {
-		old := s.load()
-		eligible := s.wants.smallest(&s.queue) <= old.Total()
-		new := old.WithQueue(!s.queue.empty(), eligible, old.Starving())
-		hook.At(hook.BeforeCAS)
-		if new == old || s.cas(old, new) {
-			return
-		}
-	}
 }
 
 // owner is the semaphore as its tokens see it. The type is unexported, so no

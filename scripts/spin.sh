@@ -89,12 +89,19 @@ run fail BUG_NONATOMIC
 run fail BUG_NO_SKIP
 run fail BUG_OVERTAKE
 run fail WITH_CLOSE BUG_DROP_CLOSED
+run fail BUG_ELIGIBLE_NOT_SET
+run fail BUG_ELIGIBLE_IS_QUEUED
+run fail BUG_LIMIT_LOCKFREE
+run fail BUG_LIMIT_CHECKS_ELIGIBLE
 
 echo "-- reachability probes (must be refuted)"
 run fail REACH_DEBT
 run fail REACH_SKIP
 run fail REACH_GRANT_CANCEL
 run fail WITH_CLOSE REACH_CLOSE_PARKED
+run fail REACH_QUEUED_NOT_ELIGIBLE
+run fail REACH_PASS_OVERSIZED
+run fail REACH_LIMIT_GRANTS
 
 if ((failures > 0)); then
 	echo "spin: $failures run(s) did not give the expected verdict"

@@ -18,8 +18,8 @@ const (
 	// NonAtomic makes the state word's compare-and-swap a load, a compare
 	// and a separate store, so concurrent updates can be lost.
 	NonAtomic = "nonatomic"
-	// Stale makes Forget rebuild the count from the total it had before
-	// the permits were removed.
+	// Stale makes Forget write back the total it had before the permits
+	// were removed.
 	Stale = "stale"
 	// TryReleaseIgnoresHeld makes TryRelease check count + n ≤ max instead
 	// of total + n ≤ max, forgetting the permits that tokens hold.
@@ -35,12 +35,20 @@ const (
 	NoCancelNotify = "no_cancel_notify"
 	// DoubleRelease lets a token be released or forgotten more than once.
 	DoubleRelease = "double_release"
-	// DropClosed makes every change of the count clear the closed flag.
+	// DropClosed makes every change of held clear the closed flag.
 	DropClosed = "drop_closed"
+	// EligibleNotSet makes a waiter that fits under the limit queue
+	// without setting the eligible flag, so arrivals can overtake it.
+	EligibleNotSet = "eligible_not_set"
+	// LimitLockFree makes limit changes skip the queue lock even with
+	// waiters queued, so the eligible flag goes stale and the waiters a
+	// raised limit admits are not served.
+	LimitLockFree = "limit_lockfree"
 )
 
 // All lists every fault, in the order scripts/mutants.sh runs them.
 var All = []string{
 	NonAtomic, Stale, TryReleaseIgnoresHeld, SkipWake,
 	LoseOnCancel, NoCancelNotify, DoubleRelease, DropClosed,
+	EligibleNotSet, LimitLockFree,
 }

@@ -1,0 +1,26 @@
+package atomicsem
+
+// QueueFlagsError checks invariant I6 of the state word (see
+// internal/state): with the queue lock free, the queued flag is set iff the
+// queue is non-empty and the eligible flag iff a queued waiter asks for no
+// more than the limit; and starving implies eligible. It returns a
+// description of the first mismatch, or "" if there is none. It takes the
+// lock, so it sees the queue between two operations.
+func QueueFlagsError(s *Semaphore) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.load()
+	eligible := false
+	for q := s.queue.head; q != nil; q = q.next {
+		eligible = eligible || q.n <= w.Total()
+	}
+	switch {
+	case w.Queued() != !s.queue.empty():
+		return "queued flag disagrees with the queue"
+	case w.Eligible() != eligible:
+		return "eligible flag disagrees with the queue and the limit"
+	case w.Starving() && !w.Eligible():
+		return "starving without an eligible waiter"
+	}
+	return w.CheckInvariants()
+}

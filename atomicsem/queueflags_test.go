@@ -1,0 +1,145 @@
+package atomicsem_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+)
+
+// Bug shape: only a queued waiter that fits under the limit holds back
+// arrivals, so the flag that says one is queued must follow the limit. A
+// limit raised past an oversized waiter's request makes it one that a
+// release could serve; if the flag stayed clear, an arrival would take the
+// permits it is waiting for. (FIFO only: barging arrivals may take them.)
+func TestRaisedLimitMakesAnOversizedWaiterHoldBackArrivals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 2, 8)
+		a, b := mustTake(t, s, 1), mustTake(t, s, 1)
+		large := park(t, s, t.Context(), 3)
+		requireQueueFlags(t, s)
+
+		// The limit rises to 4: two permits are free, the waiter
+		// wants three and now fits the limit.
+		require.NoError(t, s.SetLimit(4))
+		requireQueueFlags(t, s)
+		_, ok := s.TryAcquire(1)
+		require.False(t, ok, "an arrival overtook a waiter that the raised limit admits: %+v", s.Stats())
+
+		// One more permit back, and it is served.
+		a.Release()
+		synctest.Wait()
+		requireGranted(t, large, 3)
+		requireQueueFlags(t, s)
+		large.tok.Release()
+		b.Release()
+		require.Equal(t, atomicsem.Stats{Available: 4, Limit: 4, Max: 8}, s.Stats())
+	})
+}
+
+// Bug shape: the mirror image. A token forgotten while a waiter that fits
+// is queued lowers the limit below that waiter's request; if the flag stayed
+// set, arrivals would queue behind a waiter that no release can serve, with
+// permits free.
+func TestForgetThatLowersTheLimitBelowAWaiterLetsArrivalsPass(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		synctest.Test(t, func(t *testing.T) {
+			s := mustNew(t, 4, 8, opts...)
+			big, small := mustTake(t, s, 2), mustTake(t, s, 1)
+			waiter := park(t, s, t.Context(), 4)
+			requireQueueFlags(t, s)
+
+			big.Forget() // limit 2: the waiter for 4 no longer fits
+			requireQueueFlags(t, s)
+			tok, ok := s.TryAcquire(1)
+			require.True(t, ok, "an oversized waiter held back an arrival: %+v", s.Stats())
+			tok.Release()
+			small.Release()
+
+			// TryRelease brings the limit back to 4 with all of it free:
+			// the waiter is served at once.
+			require.True(t, s.TryRelease(2))
+			synctest.Wait()
+			requireGranted(t, waiter, 4)
+			requireQueueFlags(t, s)
+			waiter.tok.Release()
+		})
+	})
+}
+
+// The queue flags stay exact under a random concurrent mix of every
+// operation, including requests above the limit, cancellations and limit
+// changes in both directions. A checker takes the queue lock now and then
+// and compares the flags with the queue.
+func TestQueueFlagsStayExactUnderConcurrentChurn(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		const maxPermits = 8
+		s := mustNew(t, 4, maxPermits, opts...)
+		ctx, stop := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer stop()
+
+		var wg sync.WaitGroup
+		for g := range 6 {
+			wg.Go(func() { churn(ctx, s, uint64(g)) })
+		}
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(99, 0))
+			for ctx.Err() == nil {
+				if rng.IntN(2) == 0 {
+					_ = s.SetLimit(rng.Int64N(maxPermits + 1))
+				} else {
+					s.TryRelease(1)
+				}
+				time.Sleep(20 * time.Microsecond)
+			}
+		})
+		checks, problems := 0, map[string]int{}
+		for ctx.Err() == nil {
+			if msg := atomicsem.QueueFlagsError(s); msg != "" {
+				problems[msg]++
+			}
+			checks++
+			time.Sleep(10 * time.Microsecond)
+		}
+		wg.Wait()
+		require.Empty(t, problems, "after %d checks", checks)
+		requireQueueFlags(t, s)
+		require.Zero(t, s.Stats().Waiters)
+		t.Logf("%d checks", checks)
+	})
+}
+
+// churn acquires, holds briefly, and releases or forgets, with random
+// requests up to one above the ceiling's half and random deadlines, until
+// ctx is done.
+func churn(ctx context.Context, s *atomicsem.Semaphore, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for ctx.Err() == nil {
+		n := 1 + rng.Int64N(5)
+		actx, cancel := context.WithTimeout(ctx, time.Duration(rng.IntN(200))*time.Microsecond)
+		tok, err := s.Acquire(actx, n)
+		cancel()
+		if err != nil {
+			continue
+		}
+		time.Sleep(time.Duration(rng.IntN(50)) * time.Microsecond)
+		if rng.IntN(8) == 0 {
+			tok.Forget()
+			s.TryRelease(n)
+		} else {
+			tok.Release()
+		}
+	}
+}
+
+func requireQueueFlags(t *testing.T, s *atomicsem.Semaphore) {
+	t.Helper()
+	require.Empty(t, atomicsem.QueueFlagsError(s), fmt.Sprintf("%+v", s.Stats()))
+}
