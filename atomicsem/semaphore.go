@@ -431,7 +431,7 @@ func (s *Semaphore) cancel(w *waiter) {
 }
 
 // takeOrQueueLocked takes n permits if the fairness policy allows it now;
-// otherwise it sets the waiters flag and, when w is not nil, queues w at the
+// otherwise it sets the queue flags and, when w is not nil, queues w at the
 // front (a woken waiter that lost the race). It returns ErrClosed on a
 // closed semaphore. It requires that s.mu is held.
 func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error) {
@@ -506,7 +506,7 @@ func (s *Semaphore) tryAcquireSlow(n int64) (token.Token, bool) {
 }
 
 // enqueueLocked queues w at the back, or at the front for a woken waiter
-// going back to sleep. It requires that s.mu is held and the waiters flag set.
+// going back to sleep. It requires that s.mu is held and the queue flags set.
 func (s *Semaphore) enqueueLocked(w *waiter, front bool) {
 	s.wants.added(w.n, s.queue.empty())
 	if front {

@@ -4,7 +4,8 @@ package fuzz_test
 // testdata/fuzz holds more, found by the fuzzer.
 
 // transitionSeeds start with a word (max, total, held selectors, then the
-// flags) followed by operations.
+// flags: bit 0 queued, 1 eligible, 2 starving, 3 closed) followed by
+// operations.
 var transitionSeeds = [][]byte{
 	// max 5, total 3, held 2: Acquire(2) refused, Acquire(1) taken,
 	// Release(held), Forget(held+1) refused.
@@ -13,18 +14,20 @@ var transitionSeeds = [][]byte{
 	{20, 4, 12, 0, 2, 5, 2},
 	// everything at MaxPermits, queue flags set: SetLimit(0) gives the
 	// deepest debt, Release(held) pays it, TryRelease(1) is refused.
-	{1, 1, 1, 5, 4, 0, 0, 1, 5, 2, 3, 0, 8},
+	{1, 1, 1, 7, 4, 0, 0, 1, 5, 2, 3, 0, 8},
 	// TryRelease up to max exactly, then one more.
 	{20, 12, 12, 0, 3, 9, 2, 3, 0, 8},
-	// Close twice with the waiters flag set.
-	{20, 12, 0, 1, 5, 5},
-	// waiters flag: refused with the FIFO block, taken with the barging one.
-	{20, 12, 0, 1, 0, 0, 8, 2, 0, 0, 8, 3},
+	// Close twice with queued and eligible set.
+	{20, 12, 0, 3, 5, 5},
+	// eligible: refused with the FIFO block, taken with the barging one.
+	{20, 12, 0, 3, 0, 0, 8, 2, 0, 0, 8, 3},
+	// queued alone (only waiters above the limit): taken with the FIFO block.
+	{20, 12, 0, 1, 0, 0, 8, 2},
 	// SetLimit(-1) and SetLimit(max+1) are refused.
 	{20, 12, 8, 0, 4, 0, 6, 4, 7, 3},
 	// closed: Release(held) and Forget(1) keep the flag, Acquire with no
 	// block takes permits (the caller checked closed).
-	{20, 12, 8, 2, 1, 5, 2, 2, 0, 8, 0, 0, 8, 0},
+	{20, 12, 8, 8, 1, 5, 2, 2, 0, 8, 0, 0, 8, 0},
 }
 
 // semaphoreSeeds start with the mode (odd: barging) and New's two
