@@ -1,8 +1,9 @@
 // Package bench holds the benchmark suite that compares atomicsem with
 // other ways to bound concurrency: golang.org/x/sync/semaphore, a buffered
-// channel, a mutex with a condition variable, a bare sync.Mutex and a bare
+// channel, a mutex with a condition variable, a bare sync.Mutex, a bare
 // one-word compare-and-swap counter (the floor any one-word design can
-// reach).
+// reach) and a mutex-guarded FIFO queue of waiters each parked on a channel
+// of its own (the floor of hand-off to such waiters).
 //
 // It is a module of its own so that its baselines never become
 // dependencies of atomicsem. Every benchmark runs each implementation in the

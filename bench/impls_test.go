@@ -47,8 +47,9 @@ type waiterCounter interface {
 type held struct {
 	tok   token.Token // atomicsem's guard
 	n     int64       // the others' count
+	park  *parkWaiter // floorpark's record, from its grant to its release
 	guard floorGuard  // floorguard's flag
-	_     [128 - 48]byte
+	_     [128 - 56]byte
 }
 
 // impl names an implementation and builds one with limit permits available
@@ -86,6 +87,9 @@ var impls = map[string]impl{
 		f := &floorGuardSem{}
 		f.v.Store(limit)
 		return f
+	}},
+	"floorpark": {"floorpark", func(limit, _ int64) sem {
+		return &floorParkSem{count: limit}
 	}},
 	"syncmutex": {"syncmutex", func(limit, _ int64) sem {
 		if limit != 1 {
@@ -341,6 +345,170 @@ func (f *floorGuardSem) release(h *held) {
 		panic("floorguard: released twice")
 	}
 	f.floorSem.release(h)
+}
+
+// floorParkSem is the least any FIFO semaphore that parks each waiter on a
+// channel of its own and hands released permits straight to the front
+// waiter can do: a sync.Mutex over a count and an intrusive queue of waiter
+// records, each with a channel of one slot that the waiter receives from,
+// beside ctx.Done() when ctx can be cancelled. It has no state word to try
+// before the lock, no guard, no barging and no limit to move. Records go
+// round through a free list under the same mutex together with their
+// channels, so it allocates nothing once the list holds as many records as
+// ever wait at once. A request for more than the limit would wait at the
+// front for ever and block everyone behind it, so it runs only in benchmarks
+// that never make one.
+type floorParkSem struct {
+	mu         sync.Mutex
+	count      int64         // free permits; guarded by mu
+	head, tail *parkWaiter   // the queue, oldest first; guarded by mu
+	free       []*parkWaiter // records no acquire is using; guarded by mu
+}
+
+// parkWaiter is a parked acquire of floorParkSem.
+type parkWaiter struct {
+	prev, next *parkWaiter // queue links; guarded by mu
+	n          int64
+	queued     bool          // guarded by mu; cleared when granted or withdrawn
+	ready      chan struct{} // one slot, filled under mu by the grant
+}
+
+func (f *floorParkSem) acquire(ctx context.Context, n int64, h *held) error {
+	h.n = n
+	done := ctx.Done()
+	if done != nil {
+		// A done ctx fails even with permits free, as atomicsem's does.
+		select {
+		case <-done:
+			return ctx.Err()
+		default:
+		}
+	}
+	f.mu.Lock()
+	// FIFO: nobody takes permits while anyone is queued.
+	if f.head == nil && f.count >= n {
+		f.count -= n
+		f.mu.Unlock()
+		return nil
+	}
+	w := f.parkLocked(n)
+	f.mu.Unlock()
+	if done == nil {
+		<-w.ready
+		h.park = w
+		return nil
+	}
+	select {
+	case <-w.ready:
+		h.park = w
+		return nil
+	case <-done:
+		f.withdraw(w)
+		return ctx.Err()
+	}
+}
+
+func (f *floorParkSem) tryAcquire(n int64, h *held) bool {
+	h.n = n
+	f.mu.Lock()
+	ok := f.head == nil && f.count >= n
+	if ok {
+		f.count -= n
+	}
+	f.mu.Unlock()
+	return ok
+}
+
+func (f *floorParkSem) release(h *held) {
+	f.mu.Lock()
+	if w := h.park; w != nil {
+		// The waiter emptied its channel before it returned, so its record
+		// is free. It goes back under the lock this release takes anyway,
+		// rather than under one more taken on waking.
+		h.park = nil
+		f.free = append(f.free, w)
+	}
+	f.count += h.n
+	f.grantLocked()
+	f.mu.Unlock()
+}
+
+// waiters counts the queue; only benchmark set-up calls it, so the hot
+// paths keep no counter for it.
+func (f *floorParkSem) waiters() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := 0
+	for w := f.head; w != nil; w = w.next {
+		k++
+	}
+	return k
+}
+
+// parkLocked queues a record for n permits at the back and returns it.
+// It requires that f.mu is held.
+func (f *floorParkSem) parkLocked(n int64) *parkWaiter {
+	var w *parkWaiter
+	if k := len(f.free); k > 0 {
+		w = f.free[k-1]
+		f.free = f.free[:k-1]
+	} else {
+		w = &parkWaiter{ready: make(chan struct{}, 1)}
+	}
+	w.n, w.queued = n, true
+	w.prev, w.next = f.tail, nil
+	if f.tail != nil {
+		f.tail.next = w
+	} else {
+		f.head = w
+	}
+	f.tail = w
+	return w
+}
+
+// grantLocked hands permits to the front waiters in order for as long as
+// they fit; the first that does not fit holds back those behind it. It
+// requires that f.mu is held.
+func (f *floorParkSem) grantLocked() {
+	for w := f.head; w != nil && w.n <= f.count; w = f.head {
+		f.count -= w.n
+		f.unlinkLocked(w)
+		w.ready <- struct{}{}
+	}
+}
+
+// withdraw takes back w, whose ctx is done, and leaves the semaphore as if
+// it had never queued: a grant that came first is returned as a release
+// would return it. Either way those behind w may fit now.
+func (f *floorParkSem) withdraw(w *parkWaiter) {
+	f.mu.Lock()
+	if w.queued {
+		f.unlinkLocked(w)
+	} else {
+		// Granted: the grant filled the slot under mu before clearing
+		// queued, so this receive never blocks, and it leaves the channel
+		// empty for the record's next use.
+		<-w.ready
+		f.count += w.n
+	}
+	f.free = append(f.free, w)
+	f.grantLocked()
+	f.mu.Unlock()
+}
+
+// unlinkLocked takes w off the queue. It requires that f.mu is held.
+func (f *floorParkSem) unlinkLocked(w *parkWaiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		f.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		f.tail = w.prev
+	}
+	w.prev, w.next, w.queued = nil, nil, false
 }
 
 // mutexSem is a bare sync.Mutex: the reference for a semaphore of one

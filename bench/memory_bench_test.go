@@ -65,6 +65,7 @@ var structSize = map[string]uintptr{
 	"atomicsem-barging": unsafe.Sizeof(atomicsem.Semaphore{}),
 	"xsync":             unsafe.Sizeof(semaphore.Weighted{}),
 	"mutex":             unsafe.Sizeof(condSem{}),
+	"floorpark":         unsafe.Sizeof(floorParkSem{}),
 }
 
 // parked parks parkedForMemory goroutines, on s if it is not nil and on a

@@ -13,7 +13,7 @@ import (
 // Most cases run these, in this column order.
 var (
 	everyone = []string{"atomicsem", "atomicsem-barging", "xsync", "chan", "mutex", "floor", "floorguard"}
-	parkers  = []string{"atomicsem", "atomicsem-barging", "xsync", "chan", "mutex"}
+	parkers  = []string{"atomicsem", "atomicsem-barging", "xsync", "chan", "mutex", "floorpark"}
 )
 
 // manyPermits is a limit far above the number of goroutines, so that no
@@ -75,7 +75,9 @@ func BenchmarkParallel(b *testing.B) {
 // BenchmarkContended measures hand-off: 64 goroutines per P take and return
 // one permit of a limit of 1 or 4, with nothing done while holding it, so
 // most acquires park and most releases wake someone. syncmutex, a bare
-// sync.Mutex, is the reference for what barging buys with one permit.
+// sync.Mutex, is the reference for what barging buys with one permit;
+// floorpark is the floor for FIFO hand-off to waiters parked each on a
+// channel of its own, as atomicsem's are.
 func BenchmarkContended(b *testing.B) {
 	for _, limit := range []int64{1, 4} {
 		names := parkers
