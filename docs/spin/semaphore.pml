@@ -10,14 +10,16 @@
  * one-slot channel, the auto-reset event.
  *
  * Ghost state (not in the Go code) records who holds which permits and which
- * operations are in flight, so that the monitor can state the invariants:
+ * operations are in flight, so that the monitor can state the invariants
+ * (numbered as in internal/state):
  *
- *   I1  0 <= total <= max
- *   I2  count <= total
- *   I3  held <= max
- *   I4  held (total - count) equals the permits granted and not yet returned
+ *   I1  total <= max
+ *   I2  held <= max
+ *   I3  eligible implies queued
+ *   I4  held equals the permits granted and not yet returned
  *   I5  closed, once set, stays set
- *   I6  with the lock free, the waiters flag is set iff the queue is non-empty
+ *   I6  with the lock free, queued is set iff the queue is non-empty, and
+ *       eligible iff a queued waiter asks for no more than total
  *   W   work conservation: when no operation is in flight, the first waiter
  *       that the limit admits does not fit in the free permits (no lost
  *       wake-up: nobody sleeps while permits that fit are free)
@@ -25,21 +27,31 @@
  *       admits is queued
  *
  * At the end every client must hold nothing, the queue must be empty with
- * the waiters flag clear, count == total, and every event must be clear.
- * A client parked forever, or blocked on the lock, is an invalid end state.
+ * both queue flags clear, held == 0, and every event must be clear. A
+ * client parked forever, or blocked on the lock, is an invalid end state.
  *
  * Variants, chosen with spin -D<NAME> -a semaphore.pml:
  *   WITH_CLOSE            the controller closes the semaphore instead of
  *                         moving its limit
  *   BUG_SKIP_WAKE         Release returns its permits with a plain CAS even
- *                         when the waiters flag is set (no hand-off)
+ *                         when the eligible flag is set (no hand-off)
  *   BUG_NO_CANCEL_NOTIFY  cancelling a waiting waiter does not dispatch
  *   BUG_LOSE_ON_CANCEL    a grant that raced a cancellation is dropped
  *   BUG_NONATOMIC         the CAS compares and stores in two steps
  *   BUG_NO_SKIP           dispatch stops at a waiter above the limit
- *   BUG_OVERTAKE          the fast path ignores the waiters flag
+ *   BUG_OVERTAKE          the fast path ignores the eligible flag
  *   BUG_DROP_CLOSED       Release rebuilds the word without the closed flag
  *                         (use with WITH_CLOSE)
+ *   BUG_ELIGIBLE_NOT_SET  queueing a waiter that fits under the limit sets
+ *                         only the queued flag
+ *   BUG_ELIGIBLE_IS_QUEUED  dispatch and cancel set eligible whenever a
+ *                         waiter remains, counting those above the limit
+ *                         (the old single waiters flag)
+ *   BUG_LIMIT_LOCKFREE    a limit change is always a lock-free CAS, and the
+ *                         queue is served after it if queued was set (the
+ *                         protocol before the eligible flag)
+ *   BUG_LIMIT_CHECKS_ELIGIBLE  a limit change takes the lock only when
+ *                         eligible is set, not whenever queued is
  * Every BUG_ variant must make pan report an error; scripts/spin.sh checks.
  *
  * Reachability probes, which must fail too, show that the clean runs reach
@@ -48,6 +60,12 @@
  *   REACH_SKIP            dispatch grants a waiter behind one above the limit
  *   REACH_GRANT_CANCEL    a cancellation finds its waiter already granted
  *   REACH_CLOSE_PARKED    Close finds parked waiters (use with WITH_CLOSE)
+ *   REACH_QUEUED_NOT_ELIGIBLE  with the lock free, queued is set and
+ *                         eligible clear (every queued waiter is above the
+ *                         limit)
+ *   REACH_PASS_OVERSIZED  an arrival takes permits while a waiter is parked
+ *   REACH_LIMIT_GRANTS    a limit change, served under the lock, grants a
+ *                         waiter in its CAS
  */
 
 #define NC 3            /* clients; the monitor's macros are written for 3 */
@@ -61,33 +79,43 @@
 #define CLIENT1_ROUNDS 1  /* 2: client 1 acquires twice, reusing its event */
 #endif
 
-/* Word layout: count + OFF in bits 0-3, total in 4-6, max in 7-9,
- * waiters in bit 10, closed in bit 11. */
-#define OFF     8
-#define CMASK   15
-#define TSHIFT  4
-#define MSHIFT  7
-#define WBIT    1024
+/* Word layout, as in internal/state with 3-bit fields: held in bits 0-2,
+ * total in 3-5, max in 6-8, queued in bit 9, eligible in bit 10, closed in
+ * bit 11. The count is derived: total - held, negative in debt. */
+#define TSHIFT  3
+#define MSHIFT  6
+#define QBIT    512
+#define EBIT    1024
 #define CBIT    2048
 
-#define COUNT(w)    (((w) & CMASK) - OFF)
+#define HELD(w)     ((w) & 7)
 #define TOTAL(w)    (((w) >> TSHIFT) & 7)
 #define MAXF(w)     (((w) >> MSHIFT) & 7)
-#define HELD(w)     (TOTAL(w) - COUNT(w))
-#define WAITERS(w)  (((w) & WBIT) != 0)
+#define COUNT(w)    (TOTAL(w) - HELD(w))
+#define QUEUED(w)   (((w) & QBIT) != 0)
+#define ELIGIBLE(w) (((w) & EBIT) != 0)
 #define CLOSED(w)   (((w) & CBIT) != 0)
-#define WORD(c, t, m)        (((c) + OFF) | ((t) << TSHIFT) | ((m) << MSHIFT))
-#define WITHCOUNT(w, c)      (((w) & ~CMASK) | ((c) + OFF))
-#define WITHTOTAL(w, t, c)   (((w) & ~(CMASK | (7 << TSHIFT))) | ((c) + OFF) | ((t) << TSHIFT))
+#define WORD(h, t, m)        ((h) | ((t) << TSHIFT) | ((m) << MSHIFT))
+#define WITHHELD(w, h)       (((w) & ~7) | (h))
+#define WITHTOTAL(w, t, h)   (((w) & ~63) | (h) | ((t) << TSHIFT))
+/* Word.WithQueue: eligible only with queued */
+#define WITHQUEUE(w, qd, el) \
+	(((w) & ~(QBIT | EBIT)) | ((qd) -> QBIT : 0) | (((qd) && (el)) -> EBIT : 0))
 
 /* waiter status, as in atomicsem/waiter.go */
 #define WAITING   0
 #define GRANTED   1
 #define CLOSEDST  2
 
+/* the transitions that serveLocked and the lock-free paths apply */
+#define RELEASE     0   /* Word.Release: a token returns n permits */
+#define FORGET      1   /* Word.Forget: a token retires n permits */
+#define TRYRELEASE  2   /* Word.TryRelease(n) */
+#define SETLIMIT    3   /* Word.SetLimit(n) */
+
 #define NOBODY  NC      /* ghost slot for CASes that move no permits */
 
-short word = WORD(INIT, INIT, MAXP);
+short word = WORD(0, INIT, MAXP);
 
 bit  mu;                /* the queue lock */
 byte q[NC];             /* FIFO wait queue of client ids; guarded by mu */
@@ -104,10 +132,16 @@ byte finished;          /* processes done */
 
 #define SUMHELD     (held[0] + held[1] + held[2])
 #define ADMITS(w, i)   (wn[q[i]] <= TOTAL(w))
-/* BLOCKS: a queued waiter that the limit admits and that no dispatch has
+/* ANYADMITS: some queued waiter asks for no more than the limit, which is
+ * what the eligible flag must say (wantIndex.smallest(queue) <= total) */
+#define ANYADMITS(w) \
+	((qlen > 0 && ADMITS(w, 0)) || (qlen > 1 && ADMITS(w, 1)) || (qlen > 2 && ADMITS(w, 2)))
+/* WAITS: a queued waiter that the limit admits and that no dispatch has
  * granted yet (a granted one stays queued until the wake-up step) */
 #define WAITS(w, i) (ADMITS(w, i) && held[q[i]] == 0)
 #define BLOCKS(w)   ((qlen > 0 && WAITS(w, 0)) || (qlen > 1 && WAITS(w, 1)) || (qlen > 2 && WAITS(w, 2)))
+/* PARKED: some queued waiter is not granted yet, whatever it asks for */
+#define PARKED      ((qlen > 0 && held[q[0]] == 0) || (qlen > 1 && held[q[1]] == 0) || (qlen > 2 && held[q[2]] == 0))
 #define FITQ(i)     (wn[q[i]] <= COUNT(word))
 #define SERVABLE \
 	((qlen > 0 && ADMITS(word, 0) && FITQ(0)) || \
@@ -115,14 +149,16 @@ byte finished;          /* processes done */
 	 (qlen > 2 && !ADMITS(word, 0) && !ADMITS(word, 1) && ADMITS(word, 2) && FITQ(2)))
 
 #define I1  (TOTAL(word) <= MAXF(word))
-#define I2  (COUNT(word) <= TOTAL(word))
-#define I3  (HELD(word) <= MAXF(word))
+#define I2  (HELD(word) <= MAXF(word))
+#define I3  (!ELIGIBLE(word) || QUEUED(word))
 #define I4  (HELD(word) == SUMHELD)
 #define I5  (!closedSeen || CLOSED(word))
-#define I6  (mu || WAITERS(word) == (qlen > 0))
+#define I6  (mu || (QUEUED(word) == (qlen > 0) && ELIGIBLE(word) == ANYADMITS(word)))
 #define W   (busy > 0 || CLOSED(word) || !SERVABLE)
-#ifdef REACH_DEBT
+#if defined(REACH_DEBT)
 #define PROBE (COUNT(word) >= 0)
+#elif defined(REACH_QUEUED_NOT_ELIGIBLE)
+#define PROBE (mu || !QUEUED(word) || ELIGIBLE(word))
 #else
 #define PROBE 1
 #endif
@@ -163,6 +199,9 @@ inline cas(old, nw, g, gv, arrive)
 		if
 		:: word == old ->
 			assert(!arrive || !BLOCKS(old));
+#ifdef REACH_PASS_OVERSIZED
+			assert(!arrive || !PARKED);
+#endif
 			word = nw; held[g] = gv; ok = true
 		:: else -> ok = false
 		fi
@@ -184,8 +223,50 @@ inline qRemoveAt(k)
 	qlen--; q[qlen] = 0; j = 0
 }
 
-/* removeLocked(c): take client c off the queue and, once it is empty, clear
- * the waiters flag by CAS. Requires mu. */
+/* change(kind, c, n): old is the loaded word; sets base to the word the
+ * transition returns and fits to whether it accepts old. A token's Release
+ * and Forget return permits that client c holds (c is NOBODY for none). */
+inline change(kind, c, n)
+{
+	if
+	:: kind == RELEASE ->
+		assert(n <= HELD(old) && (c == NOBODY || held[c] == n));
+#ifdef BUG_DROP_CLOSED
+		base = WORD(HELD(old) - n, TOTAL(old), MAXF(old)) | (old & (QBIT | EBIT));
+#else
+		base = WITHHELD(old, HELD(old) - n);
+#endif
+		fits = true
+	:: kind == FORGET ->
+		assert(n <= HELD(old) && held[c] == n);
+		t = TOTAL(old) - n;
+		if :: t < 0 -> t = 0 :: else fi;
+		base = WITHTOTAL(old, t, HELD(old) - n); t = 0;
+		fits = true
+	:: kind == TRYRELEASE ->
+		fits = !CLOSED(old) && TOTAL(old) + n <= MAXF(old);
+		base = WITHTOTAL(old, TOTAL(old) + n, HELD(old))
+	:: kind == SETLIMIT ->
+		fits = !CLOSED(old);
+		base = WITHTOTAL(old, n, HELD(old))
+	fi
+}
+
+/* removeFlags: the queue flags removeLocked installs once a waiter is off
+ * the queue: queued if any remain, eligible if one of them asks for no more
+ * than the limit. Requires mu. */
+inline removeFlags()
+{
+	old = word;
+#ifdef BUG_ELIGIBLE_IS_QUEUED
+	nw = WITHQUEUE(old, qlen > 0, qlen > 0)
+#else
+	nw = WITHQUEUE(old, qlen > 0, ANYADMITS(old))
+#endif
+}
+
+/* removeLocked(c): take client c off the queue, then bring the queue flags
+ * up to date by CAS (none if they already are). Requires mu. */
 inline removeLocked(c)
 {
 	d_step {
@@ -195,64 +276,73 @@ inline removeLocked(c)
 		:: else -> i++
 		od;
 		qRemoveAt(i);
-		i = 0
+		i = 0;
+		removeFlags()
 	}
-	if
-	:: qlen == 0 ->
-		do
-		:: old = word;
-			cas(old, old & ~WBIT, NOBODY, 0, false);
-			if :: ok -> break :: else fi
-		od
-	:: else
-	fi
+	do
+	:: nw == old -> break
+	:: nw != old ->
+		cas(old, nw, NOBODY, 0, false);
+		if
+		:: ok -> break
+		:: else -> atomic { removeFlags() }
+		fi
+	od;
+	atomic { old = 0; nw = 0; ok = 0 }
 }
 
-/* serveLoad(c, n): the deciding half of serveLocked. Load the word, return
- * client c's n permits to it (base), walk the queue as base allows
- * (walkLocked) and build the word to install (settle). A waiter above the
- * limit is passed over; the first other waiter that does not fit stops the
- * walk. mask marks the queue positions served, k counts them, and idle says
- * that there is nothing to do. Requires mu. */
-inline serveLoad(c, n)
+/* serveLoad(kind, c, n): the deciding half of serveLocked. Load the word,
+ * apply the transition (base; idle if it refuses), walk the queue as base
+ * allows (walkLocked) and build the word to install (settle). A waiter above
+ * the limit is passed over; the first other waiter that does not fit stops
+ * the walk, and then eligible stays set. mask marks the queue positions
+ * served, k counts them, and idle says that there is nothing to do. Requires
+ * mu. */
+inline serveLoad(kind, c, n)
 {
 	old = word;
-	assert(n <= HELD(old) && (c == NOBODY || held[c] == n));
-	base = WITHCOUNT(old, COUNT(old) + n);
-	free = COUNT(base); gr = 0; mask = 0; k = 0;
+	change(kind, c, n);
 	if
-	:: CLOSED(base)     /* Close has failed everyone queued */
-	:: else ->
-		j = 0;
-		do
-		:: j < qlen && wn[q[j]] > TOTAL(base) ->
+	:: !fits -> idle = true     /* refused: serveLocked returns false */
+	:: fits ->
+		free = COUNT(base); gr = 0; mask = 0; k = 0; stopped = false;
+		if
+		:: CLOSED(base)     /* Close has failed everyone queued */
+		:: else ->
+			j = 0;
+			do
+			:: j < qlen && wn[q[j]] > TOTAL(base) ->
 #ifdef BUG_NO_SKIP
-			break
+				stopped = true; break
 #else
-			j++
+				j++
 #endif
-		:: j < qlen && wn[q[j]] <= TOTAL(base) && free < wn[q[j]] -> break
-		:: j < qlen && wn[q[j]] <= TOTAL(base) && free >= wn[q[j]] ->
+			:: j < qlen && wn[q[j]] <= TOTAL(base) && free < wn[q[j]] ->
+				stopped = true; break
+			:: j < qlen && wn[q[j]] <= TOTAL(base) && free >= wn[q[j]] ->
 #ifdef REACH_SKIP
-			assert(j == 0 || k > 0);
+				assert(j == 0 || k > 0);
 #endif
-			free = free - wn[q[j]]; gr = gr + wn[q[j]];
-			mask = mask | (1 << j); k++; j++
-		:: else -> break
-		od;
-		j = 0
+				free = free - wn[q[j]]; gr = gr + wn[q[j]];
+				mask = mask | (1 << j); k++; j++
+			:: else -> break
+			od;
+			j = 0
+		fi;
+#ifdef REACH_LIMIT_GRANTS
+		assert(kind == RELEASE || k == 0);
+#endif
+#ifdef BUG_ELIGIBLE_IS_QUEUED
+		stopped = (k < qlen);
+#endif
+		nw = WITHQUEUE(WITHHELD(base, HELD(base) + gr), k < qlen, stopped);
+		idle = (k == 0 && nw == old)
 	fi;
-	nw = WITHCOUNT(base, COUNT(base) - gr);
-	if
-	:: k == qlen -> nw = nw & ~WBIT    /* the queue empties */
-	:: else
-	fi;
-	idle = (n == 0 && k == 0 && nw == old);
-	base = 0; free = 0; gr = 0
+	base = 0; free = 0; gr = 0; stopped = false; fits = false
 }
 
-/* casServe: serveLocked's CAS. On success the returned permits leave c and
- * the served waiters hold theirs, in the same step (ghost). */
+/* casServe: serveLocked's CAS. On success the permits that c returns leave
+ * it and the served waiters hold theirs, in the same step (ghost). */
 inline grantGhost(c)
 {
 	held[c] = 0;
@@ -304,158 +394,98 @@ inline wakeServed()
 	i = 0; j = 0; w = 0; mask = 0; k = 0
 }
 
-/* serveLocked(c, n): return n permits held by client c (none if n is 0) and
- * serve the queue with what is then available, in one CAS; wake the served
- * waiters only after it succeeds. Requires mu. */
-inline serveLocked(c, n)
+/* serveRest: serveLocked after its first load: CAS, and on failure decide
+ * again from a fresh load; wake the served waiters only after the CAS
+ * succeeds. Requires mu. */
+inline serveRest(kind, c, n)
 {
-	atomic { serveLoad(c, n) }
 	do
 	:: idle -> break
 	:: !idle ->
 		casServe(c);
 		if
 		:: ok -> atomic { wakeServed() }; break
-		:: else -> atomic { serveLoad(c, n) }
+		:: else -> atomic { serveLoad(kind, c, n) }
 		fi
 	od;
-	atomic { idle = 0; mask = 0; k = 0; old = 0; nw = 0; ok = 0 }
+	atomic { idle = false; mask = 0; k = 0; old = 0; nw = 0; ok = false }
 }
 
-/* dispatchIfWaiters: old is the word the caller's CAS replaced. Ends the
- * caller's operation. */
-inline dispatchIfWaiters()
+/* serveLocked(kind, c, n): apply the transition and serve the queue with
+ * the permits and the limit that result, in one CAS. Requires mu. */
+inline serveLocked(kind, c, n)
 {
-	if
-	:: WAITERS(old) ->
-		atomic { mu == 0 -> mu = 1; serveLoad(NOBODY, 0) }
-		do
-		:: idle -> break
-		:: !idle ->
-			casServe(NOBODY);
-			if
-			:: ok -> atomic { wakeServed() }; break
-			:: else -> atomic { serveLoad(NOBODY, 0) }
-			fi
-		od;
-		atomic { unlock(); busy--; idle = 0; mask = 0; k = 0; old = 0; nw = 0; ok = 0 }
-	:: else -> atomic { busy--; old = 0; nw = 0; ok = 0 }
-	fi
+	atomic { serveLoad(kind, c, n) };
+	serveRest(kind, c, n)
 }
 
+/* serve(kind, c, n): take mu and serveLocked; ends the caller's operation. */
+inline serve(kind, c, n)
+{
+	atomic { mu == 0 -> mu = 1; serveLoad(kind, c, n) };
+	serveRest(kind, c, n);
+	atomic { unlock(); busy-- }
+}
+
+/* Which word sends a change through serve rather than a lock-free CAS:
+ * owner.ReturnPermits hands off when eligible is set (a queued waiter fits
+ * under the limit); changeLimit serves whenever queued is set, since the
+ * new limit decides which waiters are eligible. */
 #ifdef BUG_SKIP_WAKE
 #define HANDOFF(w)  0
 #else
-#define HANDOFF(w)  WAITERS(w)
+#define HANDOFF(w)  ELIGIBLE(w)
 #endif
-
-/* owner.ReturnPermits: with waiters parked, the permits go back under mu in
- * the CAS that hands them on (returnToQueue); otherwise by a plain CAS. */
-inline releaseLoad(c, n)
-{
-	old = word; assert(held[c] == n && n <= HELD(old));
-#ifdef BUG_DROP_CLOSED
-	nw = WORD(COUNT(old) + n, TOTAL(old), MAXF(old)) | (old & WBIT)
+#if defined(BUG_LIMIT_LOCKFREE)
+#define LIMITLOCK(w)  0
+#elif defined(BUG_LIMIT_CHECKS_ELIGIBLE)
+#define LIMITLOCK(w)  ELIGIBLE(w)
 #else
-	nw = WITHCOUNT(old, COUNT(old) + n)
+#define LIMITLOCK(w)  QUEUED(w)
 #endif
+#define SERVES(kind, w)  ((kind) == RELEASE -> HANDOFF(w) : LIMITLOCK(w))
+
+/* changeLoad(kind, c, n): load, apply the transition; nw is the word a
+ * lock-free CAS installs. */
+inline changeLoad(kind, c, n)
+{
+	old = word; change(kind, c, n); nw = base; base = 0
 }
 
-inline release(c, n)
+/* update(kind, c, n): owner.ReturnPermits (kind RELEASE) and changeLimit
+ * (FORGET for owner.ForgetPermits, TRYRELEASE, SETLIMIT), which share one
+ * shape: load and apply the transition; if it refuses, return; if the word
+ * asks for it, serve under mu; otherwise a plain CAS, retried on failure,
+ * with no dispatch after it. */
+inline update(kind, c, n)
 {
-	atomic { busy++; releaseLoad(c, n) }
+	atomic { busy++; changeLoad(kind, c, n) };
 	do
-	:: HANDOFF(old) ->
-		atomic { mu == 0 -> mu = 1; serveLoad(c, n) }
-		do
-		:: idle -> break
-		:: !idle ->
-			casServe(c);
-			if
-			:: ok -> atomic { wakeServed() }; break
-			:: else -> atomic { serveLoad(c, n) }
-			fi
-		od;
-		atomic { unlock(); busy--; idle = 0; mask = 0; k = 0; old = 0; nw = 0; ok = 0 };
-		break
-	:: !HANDOFF(old) ->
+	:: !fits -> atomic { busy--; old = 0; nw = 0 }; break
+	:: fits && SERVES(kind, old) ->
+		atomic { fits = false; old = 0; nw = 0 };
+		serve(kind, c, n); break
+	:: fits && !SERVES(kind, old) ->
 		cas(old, nw, c, 0, false);
 		if
-		:: ok -> atomic { busy--; old = 0; nw = 0; ok = 0 }; break
-		:: else -> atomic { releaseLoad(c, n) }
+		:: ok ->
+#ifdef BUG_LIMIT_LOCKFREE
+			/* the old dispatchIfWaiters: serve after the change */
+			if
+			:: kind != RELEASE && QUEUED(old) ->
+				atomic { fits = false; old = 0; nw = 0; ok = false };
+				serve(RELEASE, NOBODY, 0); break
+			:: else
+			fi;
+#endif
+			atomic { busy--; fits = false; old = 0; nw = 0; ok = false }; break
+		:: else -> atomic { changeLoad(kind, c, n) }
 		fi
 	od
 }
 
-/* owner.ForgetPermits */
-inline forgetLoad(c, n)
-{
-	old = word; h = HELD(old); assert(held[c] == n && n <= h);
-	t = TOTAL(old) - n;
-	if :: t < 0 -> t = 0 :: else fi;
-	nw = WITHTOTAL(old, t, t - (h - n));
-	h = 0; t = 0
-}
-
-inline forget(c, n)
-{
-	atomic { busy++; forgetLoad(c, n) }
-	do
-	:: cas(old, nw, c, 0, false);
-		if
-		:: ok -> break
-		:: else -> atomic { forgetLoad(c, n) }
-		fi
-	od;
-	dispatchIfWaiters()
-}
-
-/* Semaphore.TryRelease; fits says whether it may proceed. */
-inline tryReleaseLoad(n)
-{
-	old = word;
-	fits = !CLOSED(old) && TOTAL(old) + n <= MAXF(old);
-	nw = WITHTOTAL(old, TOTAL(old) + n, COUNT(old) + n)
-}
-
-inline tryRelease(n)
-{
-	atomic { busy++; tryReleaseLoad(n) }
-	do
-	:: !fits -> atomic { busy--; old = 0; nw = 0 }; break
-	:: fits ->
-		cas(old, nw, NOBODY, 0, false);
-		if
-		:: ok -> fits = 0; dispatchIfWaiters(); break
-		:: else -> atomic { tryReleaseLoad(n) }
-		fi
-	od
-}
-
-/* Semaphore.SetLimit */
-inline setLimitLoad(l)
-{
-	old = word;
-	fits = !CLOSED(old);
-	nw = WITHTOTAL(old, l, l - HELD(old))
-}
-
-inline setLimit(l)
-{
-	atomic { busy++; setLimitLoad(l) }
-	do
-	:: !fits -> atomic { busy--; old = 0; nw = 0 }; break
-	:: fits ->
-		cas(old, nw, NOBODY, 0, false);
-		if
-		:: ok -> fits = 0; dispatchIfWaiters(); break
-		:: else -> atomic { setLimitLoad(l) }
-		fi
-	od
-}
-
-/* Semaphore.Close: the closed flag is set and the waiters flag cleared in
- * one CAS, then every queued waiter is told, under mu. */
+/* Semaphore.Close: the closed flag is set and the queue flags cleared in one
+ * CAS, then every queued waiter is told, under mu. */
 inline close()
 {
 	atomic { mu == 0 -> mu = 1; busy++; old = word }
@@ -465,7 +495,7 @@ inline close()
 		atomic {
 			if
 			:: word == old ->
-				word = (old | CBIT) & ~WBIT; closedSeen = 1; ok = true
+				word = (old | CBIT) & ~(QBIT | EBIT); closedSeen = 1; ok = true
 			:: else -> ok = false
 			fi
 		}
@@ -490,29 +520,30 @@ inline close()
 	atomic { unlock(); busy--; old = 0; ok = 0 }
 }
 
-/* mayTakeLoad(n): load the word and decide mayTakeLocked: n permits are
- * free and every queued waiter asks for more than the limit. Requires mu. */
-inline mayTakeLoad(n)
+/* takeLoad(n): takeOrQueueLocked's load and decision. fits is
+ * mayTakeLocked: n permits are free and eligible is clear (exact under mu);
+ * nw is the word with the queue flags set for queueing: queued, and
+ * eligible if it was or if n is within the limit. Requires mu. */
+inline takeLoad(n)
 {
 	old = word;
-	fits = (COUNT(old) >= n);
-	j = 0;
-	do
-	:: j < qlen -> if :: ADMITS(old, j) -> fits = false :: else fi; j++
-	:: else -> break
-	od;
-	j = 0
+	fits = COUNT(old) >= n && !ELIGIBLE(old);
+#ifdef BUG_ELIGIBLE_NOT_SET
+	nw = old | QBIT
+#else
+	nw = WITHQUEUE(old, true, ELIGIBLE(old) || n <= TOTAL(old))
+#endif
 }
 
-/* fastLoad(n): the fast path's test: nothing blocks an arrival and n permits
- * are free. */
+/* fastLoad(n): the fast path's test: neither closed nor eligible blocks an
+ * arrival and n permits are free. */
 inline fastLoad(n)
 {
 	old = word;
 #ifdef BUG_OVERTAKE
-	fits = (old & CBIT) == 0 && COUNT(old) >= n
+	fits = !CLOSED(old) && COUNT(old) >= n
 #else
-	fits = (old & (WBIT | CBIT)) == 0 && COUNT(old) >= n
+	fits = (old & (EBIT | CBIT)) == 0 && COUNT(old) >= n
 #endif
 }
 
@@ -521,8 +552,8 @@ inline fastLoad(n)
  * canCancel, its context may be cancelled at any moment while it is parked. */
 proctype client(byte me; byte n; bit canCancel; bit canForget; byte rounds)
 {
-	short old, nw, t, h, base, free, gr;
-	bool ok, fits, idle;
+	short old, nw, t, base, free, gr;
+	bool ok, fits, idle, stopped;
 	byte i, j, k, w, mask;
 
 again:
@@ -530,7 +561,7 @@ again:
 	atomic { busy++; fastLoad(n) }
 	do
 	:: fits ->
-		cas(old, WITHCOUNT(old, COUNT(old) - n), me, n, true);
+		cas(old, WITHHELD(old, HELD(old) + n), me, n, true);
 		if
 		:: ok -> atomic { busy--; old = 0; fits = 0; ok = 0; goto holding }
 		:: else -> atomic { fastLoad(n) }
@@ -540,29 +571,29 @@ again:
 
 	/* acquireSlow: takeOrQueueLocked(n, nil); the lock is taken in the
 	 * step of the first load */
-	atomic { mu == 0 -> mu = 1; mayTakeLoad(n) }
+	atomic { mu == 0 -> mu = 1; takeLoad(n) }
 	do
-	:: CLOSED(old) -> atomic { unlock(); busy--; old = 0; fits = 0; goto failed }
+	:: CLOSED(old) -> atomic { unlock(); busy--; old = 0; nw = 0; fits = 0; goto failed }
 	:: !CLOSED(old) && fits ->
-		cas(old, WITHCOUNT(old, COUNT(old) - n), me, n, true);
+		cas(old, WITHHELD(old, HELD(old) + n), me, n, true);
 		if
-		:: ok -> atomic { unlock(); busy--; old = 0; fits = 0; ok = 0; goto holding }
-		:: else -> atomic { mayTakeLoad(n) }
+		:: ok -> atomic { unlock(); busy--; old = 0; nw = 0; fits = 0; ok = 0; goto holding }
+		:: else -> atomic { takeLoad(n) }
 		fi
 	:: !CLOSED(old) && !fits ->
-		/* set the flag before queueing, under mu */
+		/* set the flags before queueing, under mu */
 		if
-		:: WAITERS(old) -> ok = true
-		:: else -> cas(old, old | WBIT, NOBODY, 0, false)
+		:: nw == old -> ok = true
+		:: else -> cas(old, nw, NOBODY, 0, false)
 		fi;
 		if
 		:: ok -> break
-		:: else -> atomic { mayTakeLoad(n) }
+		:: else -> atomic { takeLoad(n) }
 		fi
 	od;
 	atomic {
 		status[me] = WAITING; q[qlen] = me; qlen++;
-		unlock(); busy--; old = 0; ok = 0; fits = 0
+		unlock(); busy--; old = 0; nw = 0; ok = 0; fits = 0
 	}
 
 	/* park: the event, or the context (cancel takes the lock first) */
@@ -594,20 +625,20 @@ again:
 		atomic { unlock(); busy--; goto failed }
 #endif
 		/* return the permits and serve the queue with them in one CAS */
-		serveLocked(me, n);
+		serveLocked(RELEASE, me, n);
 		atomic { unlock(); busy--; goto failed }
 	:: status[me] == CLOSEDST ->
 		tryWait(me);
 		atomic { unlock(); busy--; goto failed }
 	fi;
 	/* dispatchLocked: removing w may let the waiters behind it fit */
-	serveLocked(NOBODY, 0);
+	serveLocked(RELEASE, NOBODY, 0);
 	atomic { unlock(); busy--; goto failed };
 
 holding:
 	if
-	:: release(me, n)
-	:: canForget -> forget(me, n); tryRelease(n)
+	:: update(RELEASE, me, n)
+	:: canForget -> update(FORGET, me, n); update(TRYRELEASE, NOBODY, n)
 	fi;
 
 failed:
@@ -626,19 +657,19 @@ failed:
  * WITH_CLOSE it closes the semaphore instead, at any moment. */
 proctype controller()
 {
-	short old, nw, t, h, base, free, gr;
-	bool ok, fits, idle;
+	short old, nw, t, base, free, gr;
+	bool ok, fits, idle, stopped;
 	byte i, j, k, w, mask;
 
 #ifdef WITH_CLOSE
 	close();
 #else
 	if
-	:: setLimit(0)
-	:: setLimit(1)
-	:: tryRelease(1)
+	:: update(SETLIMIT, NOBODY, 0)
+	:: update(SETLIMIT, NOBODY, 1)
+	:: update(TRYRELEASE, NOBODY, 1)
 	fi;
-	setLimit(MAXP);
+	update(SETLIMIT, NOBODY, MAXP);
 #endif
 	finished++
 }
@@ -653,8 +684,8 @@ init
 		run controller()
 	}
 	finished == NC + 1;
-	assert(qlen == 0 && !WAITERS(word) && mu == 0 && busy == 0);
-	assert(HELD(word) == 0 && SUMHELD == 0 && COUNT(word) == TOTAL(word));
+	assert(qlen == 0 && !QUEUED(word) && !ELIGIBLE(word) && mu == 0 && busy == 0);
+	assert(HELD(word) == 0 && SUMHELD == 0);
 	assert(len(ev[0]) == 0 && len(ev[1]) == 0 && len(ev[2]) == 0);
 #ifndef WITH_CLOSE
 	assert(TOTAL(word) == MAXP)
