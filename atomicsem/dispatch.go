@@ -7,16 +7,17 @@ import (
 
 // Serving the queue.
 //
-// Whenever permits come back or the limit moves while waiters that fit
-// under it are parked, the queue is served under mu: serveLocked applies the
+// Whenever permits come back while a waiter that fits under the limit is
+// parked (the eligible flag), or the limit moves while any waiter is parked
+// (the queued flag), the queue is served under mu: serveLocked applies the
 // change to a freshly loaded word, walks the queue from the front and
 // decides, from that one word, which waiters leave it; then one
 // compare-and-swap installs the outcome (the change, the permits granted,
 // the queue flags) and only after it succeeds are the waiters woken. A
 // failed CAS means the word moved under the walk, and everything is decided
 // again from a fresh load. So a dispatch changes the word once however many
-// waiters it serves, and a release in FIFO mode returns its permits and
-// hands them on in that same change.
+// waiters it serves, and a release in FIFO mode that finds eligible set
+// returns its permits and hands them on in that same change.
 //
 // The walk: a waiter that asks for more than the limit is passed over (no
 // release can serve it, so it must not hold back others, and it keeps its

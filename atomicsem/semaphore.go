@@ -226,6 +226,7 @@ func (s *Semaphore) Close() {
 	}
 	for w := s.queue.head; w != nil; w = s.queue.head {
 		s.queue.remove(w)
+		s.wants.removed(w.n)
 		s.queued.Dec()
 		w.status = closed
 		w.ready.Set()
@@ -551,7 +552,9 @@ func (o *owner) ReturnPermits(n int64) {
 		if old.Eligible() && (!s.barging || old.Starving()) {
 			// Hand-off: the front waiters get the permits in the same
 			// step that returns them.
-			s.serve(state.Word.Release, n)
+			if !s.serve(state.Word.Release, n) {
+				panic("atomicsem: internal error: returned permits exceed those held")
+			}
 			return
 		}
 		// No queued waiter fits under the limit, or in barging mode they

@@ -14,7 +14,7 @@
  * (numbered as in internal/state):
  *
  *   I1  total <= max
- *   I2  held <= max
+ *   I2  held <= max (held >= 0: the field is unsigned, and I4)
  *   I3  eligible implies queued
  *   I4  held equals the permits granted and not yet returned
  *   I5  closed, once set, stays set
@@ -24,7 +24,8 @@
  *       that the limit admits does not fit in the free permits (no lost
  *       wake-up: nobody sleeps while permits that fit are free)
  *   F   FIFO: an arrival never takes permits while a waiter that the limit
- *       admits is queued
+ *       admits is queued and not yet granted (one above the limit may be
+ *       passed: no release could serve it)
  *
  * At the end every client must hold nothing, the queue must be empty with
  * both queue flags clear, held == 0, and every event must be clear. A
@@ -40,19 +41,23 @@
  *   BUG_NONATOMIC         the CAS compares and stores in two steps
  *   BUG_NO_SKIP           dispatch stops at a waiter above the limit
  *   BUG_OVERTAKE          the fast path ignores the eligible flag
- *   BUG_DROP_CLOSED       Release rebuilds the word without the closed flag
+ *   BUG_DROP_CLOSED       Release's Word.WithHeld loses the closed flag
  *                         (use with WITH_CLOSE)
  *   BUG_ELIGIBLE_NOT_SET  queueing a waiter that fits under the limit sets
  *                         only the queued flag
- *   BUG_ELIGIBLE_IS_QUEUED  dispatch and cancel set eligible whenever a
- *                         waiter remains, counting those above the limit
- *                         (the old single waiters flag)
- *   BUG_LIMIT_LOCKFREE    a limit change is always a lock-free CAS, and the
- *                         queue is served after it if queued was set (the
- *                         protocol before the eligible flag)
+ *   BUG_ELIGIBLE_IS_QUEUED  dispatch sets eligible whenever a waiter
+ *                         remains, counting those above the limit (the old
+ *                         single waiters flag)
+ *   BUG_LIMIT_LOCKFREE    a limit change is always a lock-free CAS, and
+ *                         nobody serves the queue after it
+ *   BUG_LIMIT_DISPATCH_AFTER  a limit change is always a lock-free CAS, and
+ *                         the queue is served after it if queued was set
+ *                         (the protocol before the eligible flag)
  *   BUG_LIMIT_CHECKS_ELIGIBLE  a limit change takes the lock only when
  *                         eligible is set, not whenever queued is
  * Every BUG_ variant must make pan report an error; scripts/spin.sh checks.
+ * NO_I6 turns off the flag invariant I6, to show that a control that
+ * breaks it also breaks W or F: a waiter left asleep or overtaken.
  *
  * Reachability probes, which must fail too, show that the clean runs reach
  * the situations the invariants are about:
@@ -64,6 +69,7 @@
  *                         eligible clear (every queued waiter is above the
  *                         limit)
  *   REACH_PASS_OVERSIZED  an arrival takes permits while a waiter is parked
+ *                         (by F, one above the limit)
  *   REACH_LIMIT_GRANTS    a limit change, served under the lock, grants a
  *                         waiter in its CAS
  */
@@ -73,7 +79,7 @@
 #define MAXP 3          /* the semaphore's max */
 #endif
 #ifndef INIT
-#define INIT 2          /* initial count and total */
+#define INIT 2          /* initial limit: total = count = INIT, held 0 */
 #endif
 #ifndef CLIENT1_ROUNDS
 #define CLIENT1_ROUNDS 1  /* 2: client 1 acquires twice, reusing its event */
@@ -153,7 +159,11 @@ byte finished;          /* processes done */
 #define I3  (!ELIGIBLE(word) || QUEUED(word))
 #define I4  (HELD(word) == SUMHELD)
 #define I5  (!closedSeen || CLOSED(word))
+#ifdef NO_I6
+#define I6  1           /* to see what a control breaks besides the flags */
+#else
 #define I6  (mu || (QUEUED(word) == (qlen > 0) && ELIGIBLE(word) == ANYADMITS(word)))
+#endif
 #define W   (busy > 0 || CLOSED(word) || !SERVABLE)
 #if defined(REACH_DEBT)
 #define PROBE (COUNT(word) >= 0)
@@ -164,13 +174,26 @@ byte finished;          /* processes done */
 #endif
 #define INV (I1 && I2 && I3 && I4 && I5 && I6 && W && PROBE)
 
+/* Names for pan's report: each assertion starts with one of these hidden
+ * bytes, always 0 and not part of the state, so that a violation reads
+ * "assertion violated (W_no_lost_wakeup||...". */
+hidden byte I1_total_le_max, I2_held_le_max, I3_eligible_implies_queued;
+hidden byte I4_held_matches_tokens, I5_closed_stays, I6_queue_flags;
+hidden byte W_no_lost_wakeup, F_fifo, PROBE_reached;
+
 active proctype monitor()
 {
 end:
 	atomic {
 		!INV ->
-		assert(I1); assert(I2); assert(I3); assert(I4);
-		assert(I5); assert(I6); assert(W); assert(PROBE)
+		assert(I1_total_le_max || I1);
+		assert(I2_held_le_max || I2);
+		assert(I3_eligible_implies_queued || I3);
+		assert(I4_held_matches_tokens || I4);
+		assert(I5_closed_stays || I5);
+		assert(I6_queue_flags || I6);
+		assert(W_no_lost_wakeup || W);
+		assert(PROBE_reached || PROBE)
 	}
 }
 
@@ -198,9 +221,9 @@ inline cas(old, nw, g, gv, arrive)
 	atomic {
 		if
 		:: word == old ->
-			assert(!arrive || !BLOCKS(old));
+			assert(F_fifo || !arrive || !BLOCKS(old));
 #ifdef REACH_PASS_OVERSIZED
-			assert(!arrive || !PARKED);
+			assert(PROBE_reached || !arrive || !PARKED);
 #endif
 			word = nw; held[g] = gv; ok = true
 		:: else -> ok = false
@@ -225,48 +248,32 @@ inline qRemoveAt(k)
 
 /* change(kind, c, n): old is the loaded word; sets base to the word the
  * transition returns and fits to whether it accepts old. A token's Release
- * and Forget return permits that client c holds (c is NOBODY for none). */
+ * and Forget return permits that client c holds (c is NOBODY for none):
+ *   RELEASE     held - n
+ *   FORGET      held - n, total max(total - n, 0)
+ *   TRYRELEASE  total + n, refused when closed or above max
+ *   SETLIMIT    total n, refused when closed
+ * Written as one expression per field so that each use of it is small. */
 inline change(kind, c, n)
 {
-	if
-	:: kind == RELEASE ->
-		assert(n <= HELD(old) && (c == NOBODY || held[c] == n));
+	assert(kind > FORGET || (n <= HELD(old) && (c == NOBODY || held[c] == n)));
+	fits = (kind <= FORGET || !CLOSED(old) && (kind == SETLIMIT || TOTAL(old) + n <= MAXF(old)));
+	base = WITHTOTAL(old,
+		(kind == RELEASE -> TOTAL(old) :
+		 (kind == FORGET -> (TOTAL(old) > n -> TOTAL(old) - n : 0) :
+		  (kind == TRYRELEASE -> TOTAL(old) + n : n))),
+		(kind <= FORGET -> HELD(old) - n : HELD(old)));
 #ifdef BUG_DROP_CLOSED
-		base = WORD(HELD(old) - n, TOTAL(old), MAXF(old)) | (old & (QBIT | EBIT));
-#else
-		base = WITHHELD(old, HELD(old) - n);
+	/* Word.WithHeld loses the closed flag */
+	if :: kind == RELEASE -> base = base & ~CBIT :: else fi
 #endif
-		fits = true
-	:: kind == FORGET ->
-		assert(n <= HELD(old) && held[c] == n);
-		t = TOTAL(old) - n;
-		if :: t < 0 -> t = 0 :: else fi;
-		base = WITHTOTAL(old, t, HELD(old) - n); t = 0;
-		fits = true
-	:: kind == TRYRELEASE ->
-		fits = !CLOSED(old) && TOTAL(old) + n <= MAXF(old);
-		base = WITHTOTAL(old, TOTAL(old) + n, HELD(old))
-	:: kind == SETLIMIT ->
-		fits = !CLOSED(old);
-		base = WITHTOTAL(old, n, HELD(old))
-	fi
+	skip
 }
 
-/* removeFlags: the queue flags removeLocked installs once a waiter is off
- * the queue: queued if any remain, eligible if one of them asks for no more
- * than the limit. Requires mu. */
-inline removeFlags()
-{
-	old = word;
-#ifdef BUG_ELIGIBLE_IS_QUEUED
-	nw = WITHQUEUE(old, qlen > 0, qlen > 0)
-#else
-	nw = WITHQUEUE(old, qlen > 0, ANYADMITS(old))
-#endif
-}
-
-/* removeLocked(c): take client c off the queue, then bring the queue flags
- * up to date by CAS (none if they already are). Requires mu. */
+/* removeLocked(c): take client c off the queue. The queue flags may then
+ * say more than is true (the queue may be empty, or hold only waiters
+ * above the limit); the caller, cancel, serves the queue next, and that
+ * CAS brings them up to date. Requires mu. */
 inline removeLocked(c)
 {
 	d_step {
@@ -276,19 +283,8 @@ inline removeLocked(c)
 		:: else -> i++
 		od;
 		qRemoveAt(i);
-		i = 0;
-		removeFlags()
+		i = 0
 	}
-	do
-	:: nw == old -> break
-	:: nw != old ->
-		cas(old, nw, NOBODY, 0, false);
-		if
-		:: ok -> break
-		:: else -> atomic { removeFlags() }
-		fi
-	od;
-	atomic { old = 0; nw = 0; ok = 0 }
 }
 
 /* serveLoad(kind, c, n): the deciding half of serveLocked. Load the word,
@@ -321,7 +317,7 @@ inline serveLoad(kind, c, n)
 				stopped = true; break
 			:: j < qlen && wn[q[j]] <= TOTAL(base) && free >= wn[q[j]] ->
 #ifdef REACH_SKIP
-				assert(j == 0 || k > 0);
+				assert(PROBE_reached || j == 0 || k > 0);
 #endif
 				free = free - wn[q[j]]; gr = gr + wn[q[j]];
 				mask = mask | (1 << j); k++; j++
@@ -330,7 +326,7 @@ inline serveLoad(kind, c, n)
 			j = 0
 		fi;
 #ifdef REACH_LIMIT_GRANTS
-		assert(kind == RELEASE || k == 0);
+		assert(PROBE_reached || kind == RELEASE || k == 0);
 #endif
 #ifdef BUG_ELIGIBLE_IS_QUEUED
 		stopped = (k < qlen);
@@ -436,7 +432,7 @@ inline serve(kind, c, n)
 #else
 #define HANDOFF(w)  ELIGIBLE(w)
 #endif
-#if defined(BUG_LIMIT_LOCKFREE)
+#if defined(BUG_LIMIT_LOCKFREE) || defined(BUG_LIMIT_DISPATCH_AFTER)
 #define LIMITLOCK(w)  0
 #elif defined(BUG_LIMIT_CHECKS_ELIGIBLE)
 #define LIMITLOCK(w)  ELIGIBLE(w)
@@ -460,6 +456,12 @@ inline changeLoad(kind, c, n)
 inline update(kind, c, n)
 {
 	atomic { busy++; changeLoad(kind, c, n) };
+	updateRest(kind, c, n)
+}
+
+/* updateRest: update after its first load. */
+inline updateRest(kind, c, n)
+{
 	do
 	:: !fits -> atomic { busy--; old = 0; nw = 0 }; break
 	:: fits && SERVES(kind, old) ->
@@ -469,7 +471,7 @@ inline update(kind, c, n)
 		cas(old, nw, c, 0, false);
 		if
 		:: ok ->
-#ifdef BUG_LIMIT_LOCKFREE
+#ifdef BUG_LIMIT_DISPATCH_AFTER
 			/* the old dispatchIfWaiters: serve after the change */
 			if
 			:: kind != RELEASE && QUEUED(old) ->
@@ -502,7 +504,7 @@ inline close()
 		if
 		:: ok ->
 #ifdef REACH_CLOSE_PARKED
-			assert(qlen == 0);
+			assert(PROBE_reached || qlen == 0);
 #endif
 			d_step {
 				do
@@ -552,9 +554,9 @@ inline fastLoad(n)
  * canCancel, its context may be cancelled at any moment while it is parked. */
 proctype client(byte me; byte n; bit canCancel; bit canForget; byte rounds)
 {
-	short old, nw, t, base, free, gr;
+	short old, nw, base, free, gr;
 	bool ok, fits, idle, stopped;
-	byte i, j, k, w, mask;
+	byte i, j, k, w, mask, kind, back;
 
 again:
 	/* Acquire's fast path: retry the CAS while the test still holds */
@@ -610,35 +612,46 @@ again:
 	/* cancel */
 	if
 	:: status[me] == WAITING ->
-		removeLocked(me);
+		removeLocked(me)
 #ifdef BUG_NO_CANCEL_NOTIFY
-		atomic { unlock(); busy--; goto failed }
+		; atomic { unlock(); busy--; goto failed }
 #endif
-		skip
 	:: status[me] == GRANTED ->
 		/* the grant raced the cancellation: pass the permits on */
 #ifdef REACH_GRANT_CANCEL
-		assert(false);
+		assert(PROBE_reached);
 #endif
-		tryWait(me);
 #ifdef BUG_LOSE_ON_CANCEL
-		atomic { unlock(); busy--; goto failed }
+		atomic { tryWait(me); unlock(); busy--; goto failed }
 #endif
 		/* return the permits and serve the queue with them in one CAS */
-		serveLocked(RELEASE, me, n);
-		atomic { unlock(); busy--; goto failed }
+		atomic { tryWait(me); back = n }
 	:: status[me] == CLOSEDST ->
 		tryWait(me);
 		atomic { unlock(); busy--; goto failed }
 	fi;
-	/* dispatchLocked: removing w may let the waiters behind it fit */
-	serveLocked(RELEASE, NOBODY, 0);
-	atomic { unlock(); busy--; goto failed };
+	/* serveLocked(Release, n) for a grant, or dispatchLocked (back == 0):
+	 * removing w may let the waiters behind it fit, and the flags must
+	 * stop counting it */
+	serveLocked(RELEASE, me, back);
+	atomic { unlock(); busy--; back = 0; goto failed };
 
 holding:
+	/* Token.Release, or Token.Forget and then TryRelease to add the
+	 * permits back (one update site for both ends, to keep pan small) */
+	atomic {
+		if
+		:: kind = RELEASE
+		:: canForget -> kind = FORGET
+		fi;
+		busy++; changeLoad(kind, me, n)
+	}
+	updateRest(kind, me, n);
 	if
-	:: update(RELEASE, me, n)
-	:: canForget -> update(FORGET, me, n); update(TRYRELEASE, NOBODY, n)
+	:: kind == FORGET ->
+		atomic { kind = RELEASE; busy++; changeLoad(TRYRELEASE, NOBODY, n) };
+		updateRest(TRYRELEASE, NOBODY, n)
+	:: else
 	fi;
 
 failed:
@@ -657,19 +670,24 @@ failed:
  * WITH_CLOSE it closes the semaphore instead, at any moment. */
 proctype controller()
 {
-	short old, nw, t, base, free, gr;
+	short old, nw, base, free, gr;
 	bool ok, fits, idle, stopped;
-	byte i, j, k, w, mask;
+	byte i, j, k, w, mask, kind, l;
 
 #ifdef WITH_CLOSE
 	close();
 #else
-	if
-	:: update(SETLIMIT, NOBODY, 0)
-	:: update(SETLIMIT, NOBODY, 1)
-	:: update(TRYRELEASE, NOBODY, 1)
-	fi;
-	update(SETLIMIT, NOBODY, MAXP);
+	atomic {
+		if
+		:: kind = SETLIMIT; l = 0
+		:: kind = SETLIMIT; l = 1
+		:: kind = TRYRELEASE; l = 1
+		fi;
+		busy++; changeLoad(kind, NOBODY, l)
+	}
+	updateRest(kind, NOBODY, l);
+	atomic { kind = 0; l = 0; busy++; changeLoad(SETLIMIT, NOBODY, MAXP) };
+	updateRest(SETLIMIT, NOBODY, MAXP);
 #endif
 	finished++
 }
