@@ -24,3 +24,10 @@ func QueueFlagsError(s *Semaphore) string {
 	}
 	return w.CheckInvariants()
 }
+
+// LockQueue takes the semaphore's queue lock and returns the function that
+// releases it, so that a test can show that a call does not need it.
+func LockQueue(s *Semaphore) (unlock func()) {
+	s.mu.Lock()
+	return s.mu.Unlock
+}

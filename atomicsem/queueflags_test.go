@@ -143,3 +143,50 @@ func requireQueueFlags(t *testing.T, s *atomicsem.Semaphore) {
 	t.Helper()
 	require.Empty(t, atomicsem.QueueFlagsError(s), fmt.Sprintf("%+v", s.Stats()))
 }
+
+// Waiters that ask for more than the limit set only the queued flag, which
+// neither the fast paths nor a token's Release look at: with such a waiter
+// parked and the queue lock held elsewhere, Acquire, TryAcquire (taking and
+// refusing) and Release all finish. This is what keeps them lock-free
+// beside oversized waiters (README, docs/design.md).
+func TestFastPathsBesideOversizedWaitersTakeNoLock(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		s := mustNew(t, 2, 8, opts...)
+		ctx, cancel := context.WithCancel(t.Context())
+		oversized := goAcquire(ctx, s, 3)
+		require.Eventually(t, func() bool { return s.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+
+		unlock := atomicsem.LockQueue(s)
+		done := make(chan error, 1)
+		go func() {
+			tok, err := s.Acquire(t.Context(), 1)
+			if err != nil {
+				done <- err
+				return
+			}
+			try, ok := s.TryAcquire(1)
+			if !ok {
+				done <- fmt.Errorf("TryAcquire(1) with a permit free failed")
+				return
+			}
+			if _, ok := s.TryAcquire(1); ok {
+				done <- fmt.Errorf("TryAcquire(1) with no permit free succeeded")
+				return
+			}
+			try.Release()
+			tok.Release()
+			done <- nil
+		}()
+		select {
+		case err := <-done:
+			unlock()
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			unlock()
+			t.Fatal("a fast path beside an oversized waiter waited for the queue lock")
+		}
+		cancel()
+		<-oversized.done
+		require.Equal(t, atomicsem.Stats{Available: 2, Limit: 2, Max: 8}, s.Stats())
+	})
+}

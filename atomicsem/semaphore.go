@@ -138,17 +138,8 @@ func New(initial, max int64, opts ...Option) (*Semaphore, error) {
 //     cancellation are passed on to the next waiters;
 //   - ErrClosed if the semaphore is closed, or is closed while Acquire waits.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
-	// The fast path: nothing blocks an arrival and n permits are free.
-	// A CAS that loses to another goroutine retries while that still
-	// holds, rather than taking the queue lock. (An invalid n never passes
-	// the count check: count ≤ limit ≤ max ≤ MaxPermits.)
-	if n > 0 && !isDone(ctx) {
-		for old := s.load(); old&s.block == 0 && old.Count() >= n; old = s.load() {
-			hook.At(hook.BeforeCAS)
-			if s.cas(old, old.WithHeld(old.Held()+n)) {
-				return s.tokenFor(n), nil
-			}
-		}
+	if 0 < n && n <= MaxPermits && !isDone(ctx) && s.takeFree(n) {
+		return s.tokenFor(n), nil
 	}
 	return s.acquireSlow(ctx, n)
 }
@@ -159,16 +150,29 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 // would overtake a parked waiter. On failure it returns the zero Token and
 // changes nothing. TryAcquire(0) succeeds unless the semaphore is closed.
 func (s *Semaphore) TryAcquire(n int64) (token.Token, bool) {
-	// The same fast path as Acquire's, without the context.
-	if n > 0 {
-		for old := s.load(); old&s.block == 0 && old.Count() >= n; old = s.load() {
-			hook.At(hook.BeforeCAS)
-			if s.cas(old, old.WithHeld(old.Held()+n)) {
-				return s.tokenFor(n), true
-			}
-		}
+	if 0 < n && n <= MaxPermits && s.takeFree(n) {
+		return s.tokenFor(n), true
 	}
 	return s.tryAcquireSlow(n)
+}
+
+// takeFree is the fast path of Acquire and TryAcquire: it takes n permits
+// if nothing blocks an arrival and n are free. A CAS that loses to another
+// goroutine retries while that still holds, rather than falling to the
+// queue lock. It requires 0 < n ≤ MaxPermits, so that held + n cannot
+// overflow, and it is small enough to be inlined into both callers.
+func (s *Semaphore) takeFree(n int64) bool {
+	for {
+		old := s.load()
+		held := old.Held() + n
+		if old&s.block != 0 || held > old.Total() {
+			return false
+		}
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, old.WithHeld(held)) {
+			return true
+		}
+	}
 }
 
 // TryRelease adds n new permits, raising both the available count and the

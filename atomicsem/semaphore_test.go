@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -183,6 +184,11 @@ func TestRejectedCallsLeaveStatsUnchanged(t *testing.T) {
 			_, err := s.Acquire(context.Background(), atomicsem.MaxPermits+1)
 			require.ErrorIs(t, err, atomicsem.ErrInvalidPermits)
 		}},
+		{"Acquire MaxInt64 with permits held", func(t *testing.T, s *atomicsem.Semaphore) {
+			// held + n must not wrap around on the fast path.
+			_, err := s.Acquire(context.Background(), math.MaxInt64)
+			require.ErrorIs(t, err, atomicsem.ErrInvalidPermits)
+		}},
 		{"Acquire above max", func(t *testing.T, s *atomicsem.Semaphore) {
 			// No limit could ever admit it, so it must fail at once rather
 			// than wait: with fake time, a wait would show as a timeout.
@@ -203,6 +209,10 @@ func TestRejectedCallsLeaveStatsUnchanged(t *testing.T) {
 		}},
 		{"TryAcquire above MaxPermits", func(t *testing.T, s *atomicsem.Semaphore) {
 			_, ok := s.TryAcquire(atomicsem.MaxPermits + 1)
+			require.False(t, ok)
+		}},
+		{"TryAcquire MaxInt64 with permits held", func(t *testing.T, s *atomicsem.Semaphore) {
+			_, ok := s.TryAcquire(math.MaxInt64)
 			require.False(t, ok)
 		}},
 		{"TryAcquire above max", func(t *testing.T, s *atomicsem.Semaphore) {

@@ -95,9 +95,9 @@ func (s Word) WithHeld(held int64) Word {
 	return s&^fieldMask | Word(held)
 }
 
-// WithTotal returns s with total and held replaced; every other bit is kept.
-func (s Word) WithTotal(total, held int64) Word {
-	return s&^(fieldMask|fieldMask<<totalShift) | Word(held) | Word(total)<<totalShift
+// WithTotal returns s with total replaced; every other bit is kept.
+func (s Word) WithTotal(total int64) Word {
+	return s&^(fieldMask<<totalShift) | Word(total)<<totalShift
 }
 
 // WithFlag returns s with the flag bit set or cleared.
@@ -147,9 +147,9 @@ func (s Word) Forget(n int64) (Word, bool) {
 		return s, false
 	}
 	if mutant.Active == mutant.Stale {
-		return s.WithTotal(s.Total(), held-n), true // fault: the old total written back
+		return s.WithHeld(held - n), true // fault: the old total written back
 	}
-	return s.WithTotal(max(s.Total()-n, 0), held-n), true
+	return s.WithTotal(max(s.Total()-n, 0)).WithHeld(held - n), true
 }
 
 // TryRelease adds n new permits if the total stays within max.
@@ -160,7 +160,7 @@ func (s Word) TryRelease(n int64) (Word, bool) {
 	if n <= 0 || s.Closed() || s.Total()+n > s.Max() {
 		return s, false
 	}
-	return s.WithTotal(s.Total()+n, s.Held()), true
+	return s.WithTotal(s.Total() + n), true
 }
 
 // tryReleaseIgnoringHeld is TryRelease with a fault for scripts/mutants.sh:
@@ -171,7 +171,7 @@ func (s Word) tryReleaseIgnoringHeld(n int64) (Word, bool) {
 		return s, false
 	}
 	total := min(s.Total()+n, MaxPermits) // the field cannot hold more
-	return s.WithTotal(total, s.Held()), true
+	return s.WithTotal(total), true
 }
 
 // SetLimit moves total to limit, keeping held: the count may go negative.
@@ -179,7 +179,7 @@ func (s Word) SetLimit(limit int64) (Word, bool) {
 	if limit < 0 || limit > s.Max() || s.Closed() {
 		return s, false
 	}
-	return s.WithTotal(limit, s.Held()), true
+	return s.WithTotal(limit), true
 }
 
 // Close sets the closed flag.
