@@ -43,14 +43,14 @@ type dispatchPlan struct {
 	starved bool  // the waiter that stopped the walk waited past the bound
 }
 
-// dispatch serves the queue with the permits available now. It is outlined
-// so that its callers' fast paths stay small.
-func (s *Semaphore) dispatch() { s.serve(state.Word.Release, 0) }
-
-// serve takes mu and calls serveLocked.
-func (s *Semaphore) serve(change transition, arg int64) bool {
+// serve takes mu and calls serveLocked. It also puts rec, the record of a
+// granted waiter whose permits come back, on the free list; rec may be nil.
+func (s *Semaphore) serve(change transition, arg int64, rec *waiter) bool {
 	hook.At(hook.BeforeDispatch)
 	s.mu.Lock()
+	if rec != nil {
+		s.free.putLocked(rec)
+	}
 	ok := s.serveLocked(change, arg)
 	s.mu.Unlock()
 	return ok
@@ -105,30 +105,30 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool) (plan dispatchPlan) {
 	handOff := !s.barging || base.Starving()
 	free := base.Count()
 	for w := s.queue.head; w != nil; {
-		next := w.next
+		next, want := w.next, w.want()
 		switch {
-		case w.n > base.Total():
+		case want > base.Total():
 			w = next // no release can serve w; it keeps its place
 			continue
-		case free < w.n:
+		case free < want:
 			plan.stopped = true
 			plan.starved = !wake && s.waitedTooLong(w)
 			return plan
 		}
-		free -= w.n
+		free -= want
 		plan.served++
 		if handOff {
-			plan.granted += w.n
+			plan.granted += want
 			plan.fresh = plan.fresh || (!wake && s.barging && !s.waitedTooLong(w))
 		}
 		if wake {
 			s.queue.remove(w)
-			s.wants.removed(w.n)
+			s.wants.removed(want)
 			w.status = woken
 			if handOff {
 				w.status = granted
 			}
-			w.ready.Set() // from here on w may be reused by another Acquire
+			w.ready.Set() // from here on w belongs to its Acquire again
 		}
 		w = next
 	}

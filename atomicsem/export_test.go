@@ -12,7 +12,7 @@ func QueueFlagsError(s *Semaphore) string {
 	w := s.load()
 	eligible := false
 	for q := s.queue.head; q != nil; q = q.next {
-		eligible = eligible || q.n <= w.Total()
+		eligible = eligible || q.want() <= w.Total()
 	}
 	switch {
 	case w.Queued() != !s.queue.empty():

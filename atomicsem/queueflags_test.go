@@ -190,3 +190,48 @@ func TestFastPathsBesideOversizedWaitersTakeNoLock(t *testing.T) {
 		require.Equal(t, atomicsem.Stats{Available: 2, Limit: 2, Max: 8}, s.Stats())
 	})
 }
+
+// A token granted to a parked Acquire takes the waiter record back to the
+// free list on Release or Forget, but it does not wait for the queue lock to
+// do so: with nobody left to serve and the lock held elsewhere, both finish
+// and the semaphore stays exact. Parking works on afterwards, whether the
+// records were recycled or left to the garbage collector.
+func TestEndingParkedGrantsDoesNotWaitForTheLock(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		s := mustNew(t, 2, 2, opts...)
+		a, b := mustTake(t, s, 1), mustTake(t, s, 1)
+		pa, pb := goAcquire(t.Context(), s, 1), goAcquire(t.Context(), s, 1)
+		require.Eventually(t, func() bool { return s.Stats().Waiters == 2 }, 10*time.Second, time.Millisecond)
+		a.Release()
+		b.Release()
+		for _, p := range []*pendingAcquire{pa, pb} {
+			<-p.done
+			require.NoError(t, p.err)
+		}
+
+		unlock := atomicsem.LockQueue(s)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			pa.tok.Release()
+			pb.tok.Forget()
+		}()
+		select {
+		case <-done:
+			unlock()
+		case <-time.After(10 * time.Second):
+			unlock()
+			t.Fatal("ending a parked grant waited for the queue lock")
+		}
+		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 2}, s.Stats())
+
+		c := mustTake(t, s, 1)
+		pc := goAcquire(t.Context(), s, 1)
+		require.Eventually(t, func() bool { return s.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+		c.Release()
+		<-pc.done
+		require.NoError(t, pc.err)
+		pc.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 2}, s.Stats())
+	})
+}

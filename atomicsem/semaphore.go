@@ -230,7 +230,7 @@ func (s *Semaphore) Close() {
 	}
 	for w := s.queue.head; w != nil; w = s.queue.head {
 		s.queue.remove(w)
-		s.wants.removed(w.n)
+		s.wants.removed(w.want())
 		s.queued.Dec()
 		w.status = closed
 		w.ready.Set()
@@ -279,7 +279,7 @@ func (s *Semaphore) changeLimit(change transition, arg int64) bool {
 			return false
 		}
 		if old.Queued() && mutant.Active != mutant.LimitLockFree {
-			return s.serve(change, arg)
+			return s.serve(change, arg, nil)
 		}
 		hook.At(hook.BeforeCAS)
 		if s.cas(old, new) {
@@ -340,7 +340,7 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) (token.Token, erro
 		}
 		return s.tokenFor(n), nil
 	}
-	w := s.free.getLocked(n)
+	w := s.free.getLocked(s, n)
 	if s.barging {
 		w.markArrival()
 	}
@@ -351,7 +351,7 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) (token.Token, erro
 
 // park waits for w's event or for ctx, and settles the outcome.
 func (s *Semaphore) park(ctx context.Context, w *waiter) (token.Token, error) {
-	n := w.n
+	n := w.want()
 	done := ctx.Done()
 	for {
 		hook.At(hook.BeforePark)
@@ -365,13 +365,24 @@ func (s *Semaphore) park(ctx context.Context, w *waiter) (token.Token, error) {
 			select {
 			case <-w.ready.C():
 			case <-done:
-				s.cancel(w)
-				s.free.put(w)
+				s.mu.Lock()
+				s.cancelLocked(w)
+				s.free.putLocked(w)
+				s.mu.Unlock()
 				return token.Token{}, ctx.Err()
 			}
 		}
 		hook.At(hook.AfterWake)
-		if finished, err := s.wake(w); finished {
+		switch w.status {
+		case granted:
+			// The record stays with the permits until the token's
+			// Release puts it back on the free list (see grantedOwner).
+			return token.New((*grantedOwner)(w), n), nil
+		case closed:
+			s.recycle(w)
+			return token.Token{}, ErrClosed
+		}
+		if took, err := s.compete(w); took || err != nil {
 			if err != nil {
 				return token.Token{}, err
 			}
@@ -380,34 +391,24 @@ func (s *Semaphore) park(ctx context.Context, w *waiter) (token.Token, error) {
 	}
 }
 
-// wake settles a waiter whose event fired and reports whether its Acquire
-// is finished: granted (err == nil) or failed. A waiter woken to compete
-// (barging) takes the free permits or queues again at the front, keeping
-// its place and its waiting time, and is then not finished.
-func (s *Semaphore) wake(w *waiter) (finished bool, err error) {
-	switch w.status {
-	case granted:
-		s.free.put(w)
-		return true, nil
-	case closed:
-		s.free.put(w)
-		return true, ErrClosed
-	}
+// compete settles a waiter woken to compete for free permits (barging
+// mode): it takes them, or queues again at the front, keeping its place and
+// its waiting time, and reports whether it took them. The record goes back
+// to the free list unless the waiter queues again.
+func (s *Semaphore) compete(w *waiter) (took bool, err error) {
 	s.mu.Lock()
-	took, err := s.takeOrQueueLocked(w.n, w)
-	s.mu.Unlock()
+	took, err = s.takeOrQueueLocked(w.want(), w)
 	if took || err != nil {
-		s.free.put(w)
-		return true, err
+		s.free.putLocked(w)
 	}
-	return false, nil
+	s.mu.Unlock()
+	return took, err
 }
 
-// cancel withdraws a waiter whose ctx is done, leaving the semaphore as if
-// the waiter had never arrived.
-func (s *Semaphore) cancel(w *waiter) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// cancelLocked withdraws a waiter whose ctx is done, leaving the semaphore
+// as if the waiter had never arrived, and leaves w's event clear. It
+// requires that s.mu is held.
+func (s *Semaphore) cancelLocked(w *waiter) {
 	switch w.status {
 	case waiting:
 		s.removeLocked(w)
@@ -421,7 +422,7 @@ func (s *Semaphore) cancel(w *waiter) {
 			return // fault: the granted permits are dropped
 		}
 		// Return the permits and serve the queue with them in one CAS.
-		s.serveLocked(state.Word.Release, w.n)
+		s.serveLocked(state.Word.Release, w.want())
 		return
 	case woken:
 		// The wake-up was meant for w; pass it on.
@@ -513,7 +514,7 @@ func (s *Semaphore) tryAcquireSlow(n int64) (token.Token, bool) {
 // enqueueLocked queues w at the back, or at the front for a woken waiter
 // going back to sleep. It requires that s.mu is held and the queue flags set.
 func (s *Semaphore) enqueueLocked(w *waiter, front bool) {
-	s.wants.added(w.n, s.queue.empty())
+	s.wants.added(w.want(), s.queue.empty())
 	if front {
 		s.queue.pushFront(w)
 	} else {
@@ -529,7 +530,7 @@ func (s *Semaphore) enqueueLocked(w *waiter, front bool) {
 // is held.
 func (s *Semaphore) removeLocked(w *waiter) {
 	s.queue.remove(w)
-	s.wants.removed(w.n)
+	s.wants.removed(w.want())
 	s.queued.Dec()
 }
 
@@ -538,17 +539,44 @@ func (s *Semaphore) removeLocked(w *waiter) {
 type owner Semaphore
 
 // ReturnPermits implements token.Owner.
-func (o *owner) ReturnPermits(n int64) {
-	s := (*Semaphore)(o)
+func (o *owner) ReturnPermits(n int64) { (*Semaphore)(o).returnPermits(n, nil) }
+
+// ForgetPermits implements token.Owner.
+func (o *owner) ForgetPermits(n int64) { (*Semaphore)(o).forgetPermits(n) }
+
+// grantedOwner is the owner of a token that a parked Acquire was granted by
+// hand-off: the waiter record it parked with. The record goes back to its
+// semaphore's free list with the permits, under the queue lock that a
+// release with waiters to serve takes anyway, so the free list needs no
+// atomic operations. The record is off the queue and its event clear.
+type grantedOwner waiter
+
+// ReturnPermits implements token.Owner.
+func (g *grantedOwner) ReturnPermits(n int64) {
+	w := (*waiter)(g)
+	w.sem.returnPermits(n, w)
+}
+
+// ForgetPermits implements token.Owner.
+func (g *grantedOwner) ForgetPermits(n int64) {
+	w := (*waiter)(g)
+	w.sem.forgetPermits(n)
+	w.sem.recycle(w)
+}
+
+// returnPermits gives n held permits back, with rec, the record of the
+// parked Acquire they were granted to, or nil.
+func (s *Semaphore) returnPermits(n int64, rec *waiter) {
 	for {
 		old := s.load()
 		new, ok := old.Release(n)
 		if !ok {
-			panic("atomicsem: internal error: returned permits exceed those held")
+			panic(errReturnExceedsHeld)
 		}
 		if mutant.Active == mutant.SkipWake {
 			// Fault for scripts/mutants.sh: return the permits, wake nobody.
 			if s.cas(old, new) {
+				s.recycle(rec)
 				return
 			}
 			continue
@@ -556,8 +584,8 @@ func (o *owner) ReturnPermits(n int64) {
 		if old.Eligible() && (!s.barging || old.Starving()) {
 			// Hand-off: the front waiters get the permits in the same
 			// step that returns them.
-			if !s.serve(state.Word.Release, n) {
-				panic("atomicsem: internal error: returned permits exceed those held")
+			if !s.serve(state.Word.Release, n, rec) {
+				panic(errReturnExceedsHeld)
 			}
 			return
 		}
@@ -566,19 +594,35 @@ func (o *owner) ReturnPermits(n int64) {
 		hook.At(hook.BeforeCAS)
 		if s.cas(old, new) {
 			if old.Eligible() {
-				s.dispatch() // barging: wake the front waiters to compete
+				// Barging: wake the front waiters to compete.
+				s.serve(state.Word.Release, 0, rec)
+			} else {
+				s.recycle(rec)
 			}
 			return
 		}
 	}
 }
 
-// ForgetPermits implements token.Owner.
-func (o *owner) ForgetPermits(n int64) {
+const errReturnExceedsHeld = "atomicsem: internal error: returned permits exceed those held"
+
+// forgetPermits retires n held permits.
+func (s *Semaphore) forgetPermits(n int64) {
 	// A lower limit can let waiters that asked for more than it step aside
 	// for the ones behind them: changeLimit serves the queue.
-	if !(*Semaphore)(o).changeLimit(state.Word.Forget, n) {
+	if !s.changeLimit(state.Word.Forget, n) {
 		panic("atomicsem: internal error: forgotten permits exceed those held")
+	}
+}
+
+// recycle puts rec, a record coming back with its token's permits, on the
+// free list if the queue lock is free now; rec may be nil. Returning permits
+// never waits for the lock only to recycle: a record that finds the lock
+// busy is left to the garbage collector, and a later park makes a new one.
+func (s *Semaphore) recycle(rec *waiter) {
+	if rec != nil && s.mu.TryLock() {
+		s.free.putLocked(rec)
+		s.mu.Unlock()
 	}
 }
 

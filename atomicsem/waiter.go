@@ -3,8 +3,6 @@ package atomicsem
 import (
 	"time"
 
-	"go.uber.org/atomic"
-
 	"github.com/atomicsem/atomicsem/event"
 )
 
@@ -23,18 +21,29 @@ const (
 // waiter is a parked Acquire. Each semaphore keeps a free list of waiter
 // records, so parking allocates nothing in steady state.
 //
+// A waiter granted its permits by hand-off keeps its record until it
+// releases them: the record becomes its token's owner (see grantedOwner),
+// and the Release, which takes the queue lock to hand the permits on in any
+// case while others wait, puts the record back on the free list under that
+// lock. So the free list needs no atomic operations of its own.
+//
 // A parked Acquire costs this record plus its event's channel, so the record
 // is kept small: the arrival time is one int64 rather than a time.Time (24
-// bytes), and status, the only field narrower than a word, comes last so
-// that it adds no padding between fields. On 64-bit platforms the record is
-// 41 bytes, which the allocator rounds to its 48-byte size class.
+// bytes), the request is an int32 (requests are at most MaxPermits, 2^20 − 1)
+// and status, the only other field narrower than a word, sits beside it. On
+// 64-bit platforms the record is 45 bytes, which the allocator rounds to its
+// 48-byte size class.
 type waiter struct {
-	prev, next *waiter // queue links, or the free-list link; guarded by mu
-	n          int64
-	arrival    int64 // when first queued, as nanoseconds since epoch; barging mode only
+	prev, next *waiter    // queue links, or the free-list link; guarded by mu
+	sem        *Semaphore // the semaphore whose free list the record belongs to
+	arrival    int64      // when first queued, as nanoseconds since epoch; barging mode only
 	ready      event.AutoReset
+	n          int32      // permits requested
 	status     waitStatus // guarded by mu; see waitStatus
 }
+
+// want returns the number of permits w requested.
+func (w *waiter) want() int64 { return int64(w.n) }
 
 // epoch is the origin of waiter arrival times. time.Since(epoch) reads the
 // monotonic clock, so waiting times are immune to changes of the wall clock.
@@ -63,51 +72,37 @@ const maxFreeWaiters = 1024
 // waiterFreeList recycles waiter records together with their events'
 // channels. It is per semaphore rather than a global sync.Pool because a
 // channel made inside a testing/synctest bubble must not be used outside it:
-// a shared pool would hand one test's channel to another.
-//
-// It is a lock-free stack with one consumer: records are pushed by returning
-// Acquires without any lock, and popped only under the semaphore's mu. With a
-// single popper a record cannot leave and come back between a pop's load and
-// its CAS, so the stack is free of the ABA problem.
+// a shared pool would hand one test's channel to another. All of it is
+// guarded by the semaphore's mu.
 type waiterFreeList struct {
-	head atomic.Pointer[waiter]
-	len  atomic.Int32 // approximate: only enforces maxFreeWaiters
+	head *waiter
+	len  int
 }
 
-// getLocked requires that the semaphore's mu is held.
-func (l *waiterFreeList) getLocked(n int64) *waiter {
-	var w *waiter
-	for {
-		w = l.head.Load()
-		if w == nil {
-			w = new(waiter)
-			break
-		}
-		if l.head.CompareAndSwap(w, w.next) {
-			l.len.Dec()
-			break
-		}
+// getLocked returns a record of s for n permits, recycled if one is free.
+func (l *waiterFreeList) getLocked(s *Semaphore, n int64) *waiter {
+	w := l.head
+	if w == nil {
+		w = &waiter{sem: s}
+	} else {
+		l.head = w.next
+		l.len--
+		w.next = nil
 	}
-	w.next = nil
-	w.n = n
+	w.n = int32(n) // n ≤ MaxPermits
 	w.status = waiting
 	return w
 }
 
-// put requires that w is off the queue and its event is clear.
-func (l *waiterFreeList) put(w *waiter) {
-	if l.len.Load() >= maxFreeWaiters {
+// putLocked requires that w is off the queue and its event is clear.
+func (l *waiterFreeList) putLocked(w *waiter) {
+	if l.len >= maxFreeWaiters {
 		return // left to the garbage collector
 	}
-	l.len.Inc()
 	w.arrival = 0
-	for {
-		head := l.head.Load()
-		w.next = head
-		if l.head.CompareAndSwap(head, w) {
-			return
-		}
-	}
+	w.next = l.head
+	l.head = w
+	l.len++
 }
 
 // waitQueue is a doubly linked FIFO list of waiters. All of it is guarded by

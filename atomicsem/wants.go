@@ -45,10 +45,10 @@ func (x *wantIndex) smallest(q *waitQueue) int64 {
 	if x.count == 0 {
 		x.min = math.MaxInt64
 		for w := q.head; w != nil; w = w.next {
-			switch {
-			case w.n < x.min:
-				x.min, x.count = w.n, 1
-			case w.n == x.min:
+			switch n := w.want(); {
+			case n < x.min:
+				x.min, x.count = n, 1
+			case n == x.min:
 				x.count++
 			}
 		}
