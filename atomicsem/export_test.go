@@ -1,5 +1,7 @@
 package atomicsem
 
+import "fmt"
+
 // QueueFlagsError checks invariant I6 of the state word (see
 // internal/state): with the queue lock free, the queued flag is set iff the
 // queue is non-empty and the eligible flag iff a queued waiter asks for no
@@ -30,4 +32,24 @@ func QueueFlagsError(s *Semaphore) string {
 func LockQueue(s *Semaphore) (unlock func()) {
 	s.mu.Lock()
 	return s.mu.Unlock
+}
+
+// FreeListError checks the free list of waiter records: no record listed
+// twice (two parked Acquires would then share one record and its event) and
+// a length that matches the count. It returns a description of the first
+// problem, or "" if there is none. It takes the queue lock.
+func FreeListError(s *Semaphore) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := make(map[*waiter]bool)
+	for w := s.free.head; w != nil; w = w.next {
+		if seen[w] {
+			return "a waiter record is on the free list twice"
+		}
+		seen[w] = true
+	}
+	if len(seen) != s.free.len {
+		return fmt.Sprintf("%d records on the free list, but its length says %d", len(seen), s.free.len)
+	}
+	return ""
 }

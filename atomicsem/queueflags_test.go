@@ -111,6 +111,7 @@ func TestQueueFlagsStayExactUnderConcurrentChurn(t *testing.T) {
 		wg.Wait()
 		require.Empty(t, problems, "after %d checks", checks)
 		requireQueueFlags(t, s)
+		require.Empty(t, atomicsem.FreeListError(s))
 		require.Zero(t, s.Stats().Waiters)
 		t.Logf("%d checks", checks)
 	})
@@ -233,5 +234,26 @@ func TestEndingParkedGrantsDoesNotWaitForTheLock(t *testing.T) {
 		require.NoError(t, pc.err)
 		pc.tok.Release()
 		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 2}, s.Stats())
+	})
+}
+
+// A parked Acquire granted its permits by hand-off keeps its waiter record
+// until its token ends; the record goes back on the free list then, and
+// only then: listed while the token still carries it, it would go back a
+// second time and be handed to two Acquires at once.
+func TestParkedGrantReturnsItsRecordOnce(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		s := mustNew(t, 1, 1, opts...)
+		for range 3 {
+			holder := mustTake(t, s, 1)
+			p := goAcquire(t.Context(), s, 1)
+			require.Eventually(t, func() bool { return s.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+			holder.Release()
+			<-p.done
+			require.NoError(t, p.err)
+			require.Empty(t, atomicsem.FreeListError(s), "while the granted token is live")
+			p.tok.Release()
+			require.Empty(t, atomicsem.FreeListError(s), "after the granted token's Release")
+		}
 	})
 }

@@ -375,6 +375,9 @@ func (s *Semaphore) park(ctx context.Context, w *waiter) (token.Token, error) {
 		hook.At(hook.AfterWake)
 		switch w.status {
 		case granted:
+			if mutant.Active == mutant.RecycleGranted {
+				s.recycle(w) // fault: the token below still carries w
+			}
 			// The record stays with the permits until the token's
 			// Release puts it back on the free list (see grantedOwner).
 			return token.New((*grantedOwner)(w), n), nil
@@ -539,7 +542,12 @@ func (s *Semaphore) removeLocked(w *waiter) {
 type owner Semaphore
 
 // ReturnPermits implements token.Owner.
-func (o *owner) ReturnPermits(n int64) { (*Semaphore)(o).returnPermits(n, nil) }
+func (o *owner) ReturnPermits(n int64) {
+	s := (*Semaphore)(o)
+	if !s.giveBack(n) {
+		s.returnSlow(n, nil)
+	}
+}
 
 // ForgetPermits implements token.Owner.
 func (o *owner) ForgetPermits(n int64) { (*Semaphore)(o).forgetPermits(n) }
@@ -554,7 +562,11 @@ type grantedOwner waiter
 // ReturnPermits implements token.Owner.
 func (g *grantedOwner) ReturnPermits(n int64) {
 	w := (*waiter)(g)
-	w.sem.returnPermits(n, w)
+	if w.sem.giveBack(n) {
+		w.sem.recycle(w)
+	} else {
+		w.sem.returnSlow(n, w)
+	}
 }
 
 // ForgetPermits implements token.Owner.
@@ -564,9 +576,28 @@ func (g *grantedOwner) ForgetPermits(n int64) {
 	w.sem.recycle(w)
 }
 
-// returnPermits gives n held permits back, with rec, the record of the
-// parked Acquire they were granted to, or nil.
-func (s *Semaphore) returnPermits(n int64, rec *waiter) {
+// giveBack is the fast path of a token's Release: it returns n held
+// permits in one CAS if no queued waiter fits under the limit, and reports
+// whether it did. It is small enough to be inlined into both owners.
+func (s *Semaphore) giveBack(n int64) bool {
+	for {
+		old := s.load()
+		held := old.Held() - n
+		if old.Eligible() || held < 0 {
+			return false // serve the queue, or panic, in returnSlow
+		}
+		hook.At(hook.BeforeCAS)
+		if s.cas(old, old.WithHeld(held)) {
+			return true
+		}
+	}
+}
+
+// returnSlow returns n held permits while a queued waiter fits under the
+// limit, and rec, the record of the parked Acquire they were granted to, or
+// nil. It also panics on an internal error: more permits returned than
+// held, which a token's guard rules out.
+func (s *Semaphore) returnSlow(n int64, rec *waiter) {
 	for {
 		old := s.load()
 		new, ok := old.Release(n)
@@ -581,7 +612,7 @@ func (s *Semaphore) returnPermits(n int64, rec *waiter) {
 			}
 			continue
 		}
-		if old.Eligible() && (!s.barging || old.Starving()) {
+		if !s.barging || old.Starving() {
 			// Hand-off: the front waiters get the permits in the same
 			// step that returns them.
 			if !s.serve(state.Word.Release, n, rec) {
@@ -589,16 +620,11 @@ func (s *Semaphore) returnPermits(n int64, rec *waiter) {
 			}
 			return
 		}
-		// No queued waiter fits under the limit, or in barging mode they
-		// compete for the permits: return them without the lock.
+		// Barging: return the permits without the lock, then wake the
+		// front waiters to compete for them.
 		hook.At(hook.BeforeCAS)
 		if s.cas(old, new) {
-			if old.Eligible() {
-				// Barging: wake the front waiters to compete.
-				s.serve(state.Word.Release, 0, rec)
-			} else {
-				s.recycle(rec)
-			}
+			s.serve(state.Word.Release, 0, rec)
 			return
 		}
 	}

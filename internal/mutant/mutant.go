@@ -44,11 +44,15 @@ const (
 	// waiters queued, so the eligible flag goes stale and the waiters a
 	// raised limit admits are not served.
 	LimitLockFree = "limit_lockfree"
+	// RecycleGranted makes a parked Acquire that was granted its permits
+	// put its waiter record back on the free list at once, while its token
+	// still carries the record and will put it back again on Release.
+	RecycleGranted = "recycle_granted"
 )
 
 // All lists every fault, in the order scripts/mutants.sh runs them.
 var All = []string{
 	NonAtomic, Stale, TryReleaseIgnoresHeld, SkipWake,
 	LoseOnCancel, NoCancelNotify, DoubleRelease, DropClosed,
-	EligibleNotSet, LimitLockFree,
+	EligibleNotSet, LimitLockFree, RecycleGranted,
 }
