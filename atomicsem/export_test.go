@@ -42,14 +42,16 @@ func FreeListError(s *Semaphore) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	seen := make(map[*waiter]bool)
-	for w := s.free.head; w != nil; w = w.next {
-		if seen[w] {
-			return "a waiter record is on the free list twice"
+	for _, head := range []*waiter{s.free.head, s.free.spill.Load()} {
+		for w := head; w != nil; w = w.next {
+			if seen[w] {
+				return "a waiter record is on the free list twice"
+			}
+			seen[w] = true
 		}
-		seen[w] = true
 	}
-	if len(seen) != s.free.len {
-		return fmt.Sprintf("%d records on the free list, but its length says %d", len(seen), s.free.len)
+	if want := s.free.len + int(s.free.spillLen.Load()); len(seen) != want {
+		return fmt.Sprintf("%d records on the free list, but its lengths say %d", len(seen), want)
 	}
 	return ""
 }

@@ -194,9 +194,9 @@ func TestFastPathsBesideOversizedWaitersTakeNoLock(t *testing.T) {
 
 // A token granted to a parked Acquire takes the waiter record back to the
 // free list on Release or Forget, but it does not wait for the queue lock to
-// do so: with nobody left to serve and the lock held elsewhere, both finish
-// and the semaphore stays exact. Parking works on afterwards, whether the
-// records were recycled or left to the garbage collector.
+// do so: with nobody left to serve and the lock held elsewhere, both finish,
+// the records go to the free list's lock-free spill stack, and the semaphore
+// stays exact. Parking works on afterwards, taking the records from there.
 func TestEndingParkedGrantsDoesNotWaitForTheLock(t *testing.T) {
 	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
 		s := mustNew(t, 2, 2, opts...)
@@ -225,6 +225,7 @@ func TestEndingParkedGrantsDoesNotWaitForTheLock(t *testing.T) {
 			t.Fatal("ending a parked grant waited for the queue lock")
 		}
 		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 2}, s.Stats())
+		require.Empty(t, atomicsem.FreeListError(s))
 
 		c := mustTake(t, s, 1)
 		pc := goAcquire(t.Context(), s, 1)
@@ -234,6 +235,7 @@ func TestEndingParkedGrantsDoesNotWaitForTheLock(t *testing.T) {
 		require.NoError(t, pc.err)
 		pc.tok.Release()
 		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 2}, s.Stats())
+		require.Empty(t, atomicsem.FreeListError(s))
 	})
 }
 

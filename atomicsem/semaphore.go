@@ -642,13 +642,17 @@ func (s *Semaphore) forgetPermits(n int64) {
 }
 
 // recycle puts rec, a record coming back with its token's permits, on the
-// free list if the queue lock is free now; rec may be nil. Returning permits
-// never waits for the lock only to recycle: a record that finds the lock
-// busy is left to the garbage collector, and a later park makes a new one.
+// free list; rec may be nil. Returning permits never waits for the lock
+// only to recycle: a record that finds the lock busy goes on the free
+// list's lock-free spill stack instead.
 func (s *Semaphore) recycle(rec *waiter) {
-	if rec != nil && s.mu.TryLock() {
+	switch {
+	case rec == nil:
+	case s.mu.TryLock():
 		s.free.putLocked(rec)
 		s.mu.Unlock()
+	default:
+		s.free.putSpill(rec)
 	}
 }
 

@@ -3,6 +3,8 @@ package atomicsem
 import (
 	"time"
 
+	"go.uber.org/atomic"
+
 	"github.com/atomicsem/atomicsem/event"
 )
 
@@ -25,7 +27,7 @@ const (
 // releases them: the record becomes its token's owner (see grantedOwner),
 // and the Release, which takes the queue lock to hand the permits on in any
 // case while others wait, puts the record back on the free list under that
-// lock. So the free list needs no atomic operations of its own.
+// lock. So in the contended case the free list costs no atomic operations.
 //
 // A parked Acquire costs this record plus its event's channel, so the record
 // is kept small: the arrival time is one int64 rather than a time.Time (24
@@ -72,23 +74,33 @@ const maxFreeWaiters = 1024
 // waiterFreeList recycles waiter records together with their events'
 // channels. It is per semaphore rather than a global sync.Pool because a
 // channel made inside a testing/synctest bubble must not be used outside it:
-// a shared pool would hand one test's channel to another. All of it is
-// guarded by the semaphore's mu.
+// a shared pool would hand one test's channel to another.
+//
+// Records come back under the semaphore's mu, onto a plain stack, except
+// when a token's Release finds mu busy: that release does not wait, and
+// pushes the record onto spill, a lock-free stack, instead. Records are
+// taken only under mu, from the plain stack first. With that single
+// consumer no record can leave spill and come back between a pop's load and
+// its CAS, so spill is free of the ABA problem. Each stack keeps at most
+// maxFreeWaiters records.
 type waiterFreeList struct {
-	head *waiter
-	len  int
+	head *waiter // guarded by mu
+	len  int     // guarded by mu
+
+	spill    atomic.Pointer[waiter]
+	spillLen atomic.Int32 // approximate: only enforces maxFreeWaiters
 }
 
 // getLocked returns a record of s for n permits, recycled if one is free.
 func (l *waiterFreeList) getLocked(s *Semaphore, n int64) *waiter {
 	w := l.head
-	if w == nil {
-		w = &waiter{sem: s}
-	} else {
+	if w != nil {
 		l.head = w.next
 		l.len--
-		w.next = nil
+	} else if w = l.popSpill(); w == nil {
+		w = &waiter{sem: s}
 	}
+	w.next = nil
 	w.n = int32(n) // n ≤ MaxPermits
 	w.status = waiting
 	return w
@@ -103,6 +115,36 @@ func (l *waiterFreeList) putLocked(w *waiter) {
 	w.next = l.head
 	l.head = w
 	l.len++
+}
+
+// putSpill is putLocked for a caller that does not hold mu.
+func (l *waiterFreeList) putSpill(w *waiter) {
+	if l.spillLen.Load() >= maxFreeWaiters {
+		return // left to the garbage collector
+	}
+	l.spillLen.Inc()
+	w.arrival = 0
+	for {
+		head := l.spill.Load()
+		w.next = head
+		if l.spill.CompareAndSwap(head, w) {
+			return
+		}
+	}
+}
+
+// popSpill takes a record from spill, or returns nil. It requires mu.
+func (l *waiterFreeList) popSpill() *waiter {
+	for {
+		w := l.spill.Load()
+		if w == nil {
+			return nil
+		}
+		if l.spill.CompareAndSwap(w, w.next) {
+			l.spillLen.Dec()
+			return w
+		}
+	}
 }
 
 // waitQueue is a doubly linked FIFO list of waiters. All of it is guarded by
