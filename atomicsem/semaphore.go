@@ -555,8 +555,9 @@ func (o *owner) ForgetPermits(n int64) { (*Semaphore)(o).forgetPermits(n) }
 // grantedOwner is the owner of a token that a parked Acquire was granted by
 // hand-off: the waiter record it parked with. The record goes back to its
 // semaphore's free list with the permits, under the queue lock that a
-// release with waiters to serve takes anyway, so the free list needs no
-// atomic operations. The record is off the queue and its event clear.
+// release with waiters to serve takes anyway, so on the contended path the
+// free list costs no atomic operation. The record is off the queue and its
+// event clear.
 type grantedOwner waiter
 
 // ReturnPermits implements token.Owner.

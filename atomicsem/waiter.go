@@ -111,7 +111,6 @@ func (l *waiterFreeList) putLocked(w *waiter) {
 	if l.len >= maxFreeWaiters {
 		return // left to the garbage collector
 	}
-	w.arrival = 0
 	w.next = l.head
 	l.head = w
 	l.len++
@@ -123,7 +122,6 @@ func (l *waiterFreeList) putSpill(w *waiter) {
 		return // left to the garbage collector
 	}
 	l.spillLen.Inc()
-	w.arrival = 0
 	for {
 		head := l.spill.Load()
 		w.next = head
