@@ -229,9 +229,7 @@ func (s *Semaphore) Close() {
 		}
 	}
 	for w := s.queue.head; w != nil; w = s.queue.head {
-		s.queue.remove(w)
-		s.wants.removed(w.want())
-		s.queued.Dec()
+		s.removeLocked(w)
 		w.status = closed
 		w.ready.Set()
 	}
@@ -528,9 +526,9 @@ func (s *Semaphore) enqueueLocked(w *waiter, front bool) {
 
 // removeLocked takes w off the queue. The queue flags may then say more
 // than is true (the queue may be empty, or hold only waiters above the
-// limit), which only sends other calls to the lock; the caller serves the
-// queue next, and that brings the flags up to date. It requires that s.mu
-// is held.
+// limit), which only sends other calls to the lock; the caller brings them
+// up to date next, by serving the queue (Close has cleared them already).
+// It requires that s.mu is held.
 func (s *Semaphore) removeLocked(w *waiter) {
 	s.queue.remove(w)
 	s.wants.removed(w.want())
