@@ -141,7 +141,50 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 	if 0 < n && n <= MaxPermits && !isDone(ctx) && s.takeFree(n) {
 		return s.tokenFor(n), nil
 	}
-	return s.acquireSlow(ctx, n)
+	w, err := s.acquireSlow(ctx, n)
+	if err != nil {
+		return token.Token{}, err
+	}
+	if w == nil {
+		return s.tokenFor(n), nil // taken under the lock, or n == 0
+	}
+	// Parked. The waiter waits here, not in a function of its own: a
+	// goroutine woken from a park pays for each frame it returns through
+	// (its stack and return addresses are cold after the switch), and two
+	// frames fewer made a contended hand-off 5–12 % cheaper
+	// (docs/benchmarks.md, optimisation 9).
+	done := ctx.Done()
+	for {
+		hook.At(hook.BeforePark)
+		if done == nil && !s.barging {
+			// A context that can never be cancelled: in FIFO mode a plain
+			// receive makes the hand-off about a third cheaper than a
+			// select. In barging mode it measured twice as slow under
+			// contention at limit 1 (docs/benchmarks.md), so it is not used.
+			<-w.ready.C()
+		} else {
+			select {
+			case <-w.ready.C():
+			case <-done:
+				return s.withdraw(ctx, w)
+			}
+		}
+		hook.At(hook.AfterWake)
+		if w.status == granted {
+			if mutant.Active == mutant.RecycleGranted {
+				s.recycle(w) // fault: the token below still carries w
+			}
+			// The record stays with the permits until the token's
+			// Release puts it back on the free list (see grantedOwner).
+			return token.New((*grantedOwner)(w), n), nil
+		}
+		if took, err := s.settleWake(w); took || err != nil {
+			if err != nil {
+				return token.Token{}, err
+			}
+			return s.tokenFor(n), nil
+		}
+	}
 }
 
 // TryAcquire takes n permits without blocking and reports whether it did.
@@ -314,29 +357,27 @@ func (s *Semaphore) checkRequest(n int64) error {
 }
 
 // acquireSlow is Acquire's slow path, outlined so that the fast path can be
-// inlined.
-func (s *Semaphore) acquireSlow(ctx context.Context, n int64) (token.Token, error) {
+// inlined. It fails, takes the n permits (returning a nil record), or
+// queues a record for Acquire to park on.
+func (s *Semaphore) acquireSlow(ctx context.Context, n int64) (*waiter, error) {
 	if err := s.checkRequest(n); err != nil {
-		return token.Token{}, err
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return token.Token{}, err
+		return nil, err
 	}
 	if n == 0 {
 		// Nothing to wait for, not even in debt or behind a queue.
 		if s.load().Closed() {
-			return token.Token{}, ErrClosed
+			return nil, ErrClosed
 		}
-		return s.tokenFor(0), nil
+		return nil, nil
 	}
 	s.mu.Lock()
 	took, err := s.takeOrQueueLocked(n, nil)
 	if took || err != nil {
 		s.mu.Unlock()
-		if err != nil {
-			return token.Token{}, err
-		}
-		return s.tokenFor(n), nil
+		return nil, err
 	}
 	w := s.free.getLocked(s, n)
 	if s.barging {
@@ -344,59 +385,28 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) (token.Token, erro
 	}
 	s.enqueueLocked(w, false)
 	s.mu.Unlock()
-	return s.park(ctx, w)
+	return w, nil
 }
 
-// park waits for w's event or for ctx, and settles the outcome.
-func (s *Semaphore) park(ctx context.Context, w *waiter) (token.Token, error) {
-	n := w.want()
-	done := ctx.Done()
-	for {
-		hook.At(hook.BeforePark)
-		if done == nil && !s.barging {
-			// A context that can never be cancelled: in FIFO mode a plain
-			// receive makes the hand-off about a third cheaper than a
-			// select. In barging mode it measured twice as slow under
-			// contention at limit 1 (docs/benchmarks.md), so it is not used.
-			<-w.ready.C()
-		} else {
-			select {
-			case <-w.ready.C():
-			case <-done:
-				s.mu.Lock()
-				s.cancelLocked(w)
-				s.free.putLocked(w)
-				s.mu.Unlock()
-				return token.Token{}, ctx.Err()
-			}
-		}
-		hook.At(hook.AfterWake)
-		switch w.status {
-		case granted:
-			if mutant.Active == mutant.RecycleGranted {
-				s.recycle(w) // fault: the token below still carries w
-			}
-			// The record stays with the permits until the token's
-			// Release puts it back on the free list (see grantedOwner).
-			return token.New((*grantedOwner)(w), n), nil
-		case closed:
-			s.recycle(w)
-			return token.Token{}, ErrClosed
-		}
-		if took, err := s.compete(w); took || err != nil {
-			if err != nil {
-				return token.Token{}, err
-			}
-			return s.tokenFor(n), nil
-		}
+// withdraw settles a parked waiter whose ctx is done.
+func (s *Semaphore) withdraw(ctx context.Context, w *waiter) (token.Token, error) {
+	s.mu.Lock()
+	s.cancelLocked(w)
+	s.free.putLocked(w)
+	s.mu.Unlock()
+	return token.Token{}, ctx.Err()
+}
+
+// settleWake settles a wake-up other than a hand-off's grant. After Close
+// it returns ErrClosed. A waiter woken to compete for free permits (barging
+// mode) takes them, or queues again at the front, keeping its place and its
+// waiting time; settleWake reports whether it took them. The record goes
+// back to the free list unless the waiter queues again.
+func (s *Semaphore) settleWake(w *waiter) (took bool, err error) {
+	if w.status == closed {
+		s.recycle(w)
+		return false, ErrClosed
 	}
-}
-
-// compete settles a waiter woken to compete for free permits (barging
-// mode): it takes them, or queues again at the front, keeping its place and
-// its waiting time, and reports whether it took them. The record goes back
-// to the free list unless the waiter queues again.
-func (s *Semaphore) compete(w *waiter) (took bool, err error) {
 	s.mu.Lock()
 	took, err = s.takeOrQueueLocked(w.want(), w)
 	if took || err != nil {
