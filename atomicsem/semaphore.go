@@ -84,17 +84,22 @@ type Semaphore struct {
 	// platforms.
 	queued atomic.Int64
 
-	// block holds the flags that stop a fast-path acquire: closed and, in
-	// FIFO mode, eligible; in barging mode, starving instead of eligible.
-	block           state.Word
-	barging         bool
-	starvationBound time.Duration
-
 	mu    sync.Mutex
 	queue waitQueue // guarded by mu
 	wants wantIndex // the smallest request queued; guarded by mu
 
 	free waiterFreeList // recycled waiter records
+
+	// block holds the flags that stop a fast-path acquire: closed and, in
+	// FIFO mode, eligible; in barging mode, starving instead of eligible.
+	// It and the two fields after it never change after New. They come
+	// last, more than a cache line's width after word on 64-bit platforms,
+	// so that the fast path's read of block never waits for word's line
+	// while another core holds it: with block beside word, Parallel cost
+	// 1.5× as much (docs/benchmarks.md, optimisation 10).
+	block           state.Word
+	barging         bool
+	starvationBound time.Duration
 }
 
 // New returns a semaphore with initial permits available and a ceiling of
