@@ -227,13 +227,7 @@ func TestEndingParkedGrantsDoesNotWaitForTheLock(t *testing.T) {
 		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 2}, s.Stats())
 		require.Empty(t, atomicsem.FreeListError(s))
 
-		c := mustTake(t, s, 1)
-		pc := goAcquire(t.Context(), s, 1)
-		require.Eventually(t, func() bool { return s.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
-		c.Release()
-		<-pc.done
-		require.NoError(t, pc.err)
-		pc.tok.Release()
+		grantedByHandOff(t, s).tok.Release()
 		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 2}, s.Stats())
 		require.Empty(t, atomicsem.FreeListError(s))
 	})
@@ -247,15 +241,25 @@ func TestParkedGrantReturnsItsRecordOnce(t *testing.T) {
 	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
 		s := mustNew(t, 1, 1, opts...)
 		for range 3 {
-			holder := mustTake(t, s, 1)
-			p := goAcquire(t.Context(), s, 1)
-			require.Eventually(t, func() bool { return s.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
-			holder.Release()
-			<-p.done
-			require.NoError(t, p.err)
+			p := grantedByHandOff(t, s)
 			require.Empty(t, atomicsem.FreeListError(s), "while the granted token is live")
 			p.tok.Release()
 			require.Empty(t, atomicsem.FreeListError(s), "after the granted token's Release")
 		}
 	})
+}
+
+// grantedByHandOff takes one of s's permits, parks an Acquire of one
+// behind it, and releases the holder, so that the parked Acquire is
+// granted its permit by hand-off; it returns that Acquire, returned. s must
+// have exactly one permit free and nobody queued.
+func grantedByHandOff(t *testing.T, s *atomicsem.Semaphore) *pendingAcquire {
+	t.Helper()
+	holder := mustTake(t, s, 1)
+	p := goAcquire(t.Context(), s, 1)
+	require.Eventually(t, func() bool { return s.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+	holder.Release()
+	<-p.done
+	require.NoError(t, p.err)
+	return p
 }

@@ -94,9 +94,9 @@ type Semaphore struct {
 	// FIFO mode, eligible; in barging mode, starving instead of eligible.
 	// It and the two fields after it never change after New. They come
 	// last, more than a cache line's width after word on 64-bit platforms,
-	// so that the fast path's read of block never waits for word's line
-	// while another core holds it: with block beside word, Parallel cost
-	// 1.5× as much (docs/benchmarks.md, optimisation 10).
+	// so that the fast path's read of block never touches word's line,
+	// which moves between cores under contention: with block beside word,
+	// Parallel cost 1.5× as much (docs/benchmarks.md, optimisation 10).
 	block           state.Word
 	barging         bool
 	starvationBound time.Duration

@@ -40,11 +40,11 @@ func TestFreeListKeepsAtMostMaxFreeWaiters(t *testing.T) {
 	require.Zero(t, l.spillLen.Load())
 }
 
-// The fast path reads block beside the state word; with the two on one
-// cache line, a core that reads block waits for the line while the other
-// core holds it for its CAS, and Parallel cost 1.5× as much
-// (docs/benchmarks.md, optimisation 10). block must start at least a
-// 64-byte line's width after word, so that they can never share one.
+// The fast path reads block beside the state word. With the two on one
+// cache line, the line that moves between cores under contention is read
+// twice per acquire, and Parallel cost 1.5× as much (docs/benchmarks.md,
+// optimisation 10). block must start at least a 64-byte line's width after
+// word, so that they can never share one.
 func TestBlockMaskIsOffTheStateWordsCacheLine(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("the layout is arranged for 64-bit platforms")
