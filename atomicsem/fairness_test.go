@@ -370,3 +370,32 @@ func TestBargingHandOffPassesOverHeadAboveLimit(t *testing.T) {
 		require.Equal(t, atomicsem.Stats{Available: 3, Limit: 3, Max: 10}, s.Stats())
 	})
 }
+
+// TestBargingHandOffStopsTryAcquire: once the waiter a release would serve
+// next has waited past the starvation bound, a free permit is kept for it,
+// and TryAcquire and Acquire refuse to barge past it.
+func TestBargingHandOffStopsTryAcquire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 2, 2, atomicsem.WithBarging())
+		a, b := mustTake(t, s, 1), mustTake(t, s, 1)
+		head := goAcquire(context.Background(), s, 2)
+		synctest.Wait()
+		time.Sleep(2 * atomicsem.DefaultStarvationBound)
+		a.Release() // one permit free; the head, which needs two, has starved
+		require.Equal(t, counts{Available: 1, Held: 1, Limit: 2}, countsOf(s))
+
+		_, ok := s.TryAcquire(1)
+		require.False(t, ok, "TryAcquire barged past a waiter that waited past the bound")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		defer cancel()
+		_, err := s.Acquire(ctx, 1)
+		require.ErrorIs(t, err, context.DeadlineExceeded, "Acquire barged past a waiter that waited past the bound")
+		require.False(t, head.returned())
+
+		b.Release()
+		synctest.Wait()
+		requireGranted(t, head, 2)
+		head.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 2, Limit: 2, Max: 2}, s.Stats())
+	})
+}

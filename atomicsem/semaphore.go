@@ -62,9 +62,10 @@ var (
 // With WithBarging, arrivals may take free permits even while waiters are
 // parked, and a release wakes the front waiter to compete for the permits
 // instead of handing them over. This saves a context switch per permit under
-// contention. Once the front waiter has waited longer than the starvation
-// bound, the semaphore turns to FIFO hand-off until the waiters that waited
-// that long are served.
+// contention. Once the waiter that a release would serve next has waited
+// longer than the starvation bound, the semaphore turns to FIFO hand-off; it
+// turns back when it grants a waiter that has waited less than the bound, or
+// when no waiter that fits under the limit is left.
 //
 // # Memory ordering
 //
@@ -141,7 +142,9 @@ func New(initial, max int64, opts ...Option) (*Semaphore, error) {
 //   - ctx.Err() if ctx is done before the permits are granted, even when they
 //     are free at the time of the call; permits granted in a race with the
 //     cancellation are passed on to the next waiters;
-//   - ErrClosed if the semaphore is closed, or is closed while Acquire waits.
+//   - ErrClosed if the semaphore is closed, or is closed while Acquire waits;
+//     if ctx is done as well, Acquire may return ctx.Err() instead, and does
+//     when ctx was done before the call.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 	if 0 < n && n <= MaxPermits && !isDone(ctx) && s.takeFree(n) {
 		return s.tokenFor(n), nil
@@ -194,9 +197,11 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 
 // TryAcquire takes n permits without blocking and reports whether it did.
 // It follows Acquire's rules: it fails for invalid or too-large n, after
-// Close, when fewer than n permits are available, and, in FIFO mode, when it
-// would overtake a parked waiter. On failure it returns the zero Token and
-// changes nothing. TryAcquire(0) succeeds unless the semaphore is closed.
+// Close, when fewer than n permits are available, and when it would overtake
+// a parked waiter: in FIFO mode always, in barging mode while the semaphore
+// has turned to hand-off (see Fairness). On failure it returns the zero
+// Token and changes nothing. TryAcquire(0) succeeds unless the semaphore is
+// closed.
 func (s *Semaphore) TryAcquire(n int64) (token.Token, bool) {
 	if 0 < n && n <= MaxPermits && s.takeFree(n) {
 		return s.tokenFor(n), true

@@ -81,8 +81,8 @@ const maxFreeWaiters = 1024
 // pushes the record onto spill, a lock-free stack, instead. Records are
 // taken only under mu, from the plain stack first. With that single
 // consumer no record can leave spill and come back between a pop's load and
-// its CAS, so spill is free of the ABA problem. Each stack keeps at most
-// maxFreeWaiters records.
+// its CAS, so spill is free of the ABA problem. The plain stack keeps at
+// most maxFreeWaiters records, spill about as many (see putSpill).
 type waiterFreeList struct {
 	head *waiter // guarded by mu
 	len  int     // guarded by mu
