@@ -50,7 +50,8 @@ const (
 	RecycleGranted = "recycle_granted"
 )
 
-// All lists every fault, in the order scripts/mutants.sh runs them.
+// All lists every fault. scripts/mutants.sh runs one per mutant_*.go file,
+// and this package's test checks that each has its file.
 var All = []string{
 	NonAtomic, Stale, TryReleaseIgnoresHeld, SkipWake,
 	LoseOnCancel, NoCancelNotify, DoubleRelease, DropClosed,
