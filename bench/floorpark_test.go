@@ -186,3 +186,21 @@ func TestHeldFillsOneSizeClass(t *testing.T) {
 		t.Fatalf("held is %d bytes, want 128", size)
 	}
 }
+
+func TestFloorparkguardRefusesASecondRelease(t *testing.T) {
+	s := impls["floorparkguard"].new(1, 1)
+	h := new(held)
+	if err := s.acquire(context.Background(), 1, h); err != nil {
+		t.Fatal(err)
+	}
+	s.release(h)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a second release of one acquire did not panic")
+		}
+		// The refused release returned nothing: the one permit is free
+		// once, not twice.
+		requireFree(t, s, s.(*floorParkGuardSem), 1)
+	}()
+	s.release(h)
+}

@@ -91,6 +91,9 @@ var impls = map[string]impl{
 	"floorpark": {"floorpark", func(limit, _ int64) sem {
 		return &floorParkSem{count: limit}
 	}},
+	"floorparkguard": {"floorparkguard", func(limit, _ int64) sem {
+		return &floorParkGuardSem{floorParkSem{count: limit}}
+	}},
 	"syncmutex": {"syncmutex", func(limit, _ int64) sem {
 		if limit != 1 {
 			panic("syncmutex is a semaphore of one permit only")
@@ -509,6 +512,35 @@ func (f *floorParkSem) unlinkLocked(w *parkWaiter) {
 		f.tail = w.prev
 	}
 	w.prev, w.next, w.queued = nil, nil, false
+}
+
+// floorParkGuardSem is floorpark with the two things any semaphore with
+// atomicsem's API adds to it at the least: the token's guard (floorguard's
+// flag, written fresh by the acquire and swapped by the release), and a call
+// that the caller does not inline, in which the waiter parks and through
+// which it returns when woken, as it does through a library's Acquire.
+// floorpark's own acquire parks in the adapter that the harness calls.
+type floorParkGuardSem struct{ floorParkSem }
+
+func (f *floorParkGuardSem) acquire(ctx context.Context, n int64, h *held) error {
+	err := f.floorParkSem.acquire(ctx, n, h) // too large to inline: a call
+	h.guard = floorGuard{}
+	return err
+}
+
+func (f *floorParkGuardSem) tryAcquire(n int64, h *held) bool {
+	if !f.floorParkSem.tryAcquire(n, h) {
+		return false
+	}
+	h.guard = floorGuard{}
+	return true
+}
+
+func (f *floorParkGuardSem) release(h *held) {
+	if !h.guard.spent.CompareAndSwap(0, 1) {
+		panic("floorparkguard: released twice")
+	}
+	f.floorParkSem.release(h)
 }
 
 // mutexSem is a bare sync.Mutex: the reference for a semaphore of one

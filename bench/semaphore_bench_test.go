@@ -77,10 +77,11 @@ func BenchmarkParallel(b *testing.B) {
 // most acquires park and most releases wake someone. syncmutex, a bare
 // sync.Mutex, is the reference for what barging buys with one permit;
 // floorpark is the floor for FIFO hand-off to waiters parked each on a
-// channel of its own, as atomicsem's are.
+// channel of its own, as atomicsem's are, and floorparkguard that floor with
+// the token's guard and the call a library's Acquire is.
 func BenchmarkContended(b *testing.B) {
 	for _, limit := range []int64{1, 4} {
-		names := parkers
+		names := append(parkers[:len(parkers):len(parkers)], "floorparkguard")
 		if limit == 1 {
 			names = append(names[:len(names):len(names)], "syncmutex")
 		}
