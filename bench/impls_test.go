@@ -48,7 +48,7 @@ type held struct {
 	tok   token.Token // atomicsem's guard
 	n     int64       // the others' count
 	park  *parkWaiter // floorpark's record, from its grant to its release
-	guard floorGuard  // floorguard's flag
+	guard floorGuard  // floorguard's and floorparkguard's flag
 	_     [128 - 56]byte
 }
 
