@@ -108,7 +108,7 @@ func BenchmarkContended(b *testing.B) {
 // stays unparked until preemption happens to leave enough holders
 // descheduled, then parks on every operation for the rest of the run, since
 // a hand-off queue never drains. At a limit of 4 with two Ps that moment
-// came after 250 000 to 750 000 operations, so the share of b.N run
+// came after 200 000 to 750 000 operations, so the share of b.N run
 // unparked, not the cost of a hand-off, decided the row
 // (docs/benchmarks.md).
 func runQueued(b *testing.B, s sem, limit int64, acquire func(context.Context, int64, *held) error) {
