@@ -91,35 +91,43 @@ func BenchmarkContended(b *testing.B) {
 			b.Run(fmt.Sprintf("impl=%s/limit=%d", im.name, limit), func(b *testing.B) {
 				s := im.new(limit, limit)
 				b.ReportAllocs()
-				runQueued(b, s, limit, s.acquire)
+				runQueued(b, s, queued{limit: limit, perP: 64, maxWeight: 1}, s.acquire)
 			})
 		}
 	}
 }
 
-// runQueued runs b.N pairs of acquire (one permit, by calling acquire) and
-// release on s, whose limit is limit, from 64 goroutines per P that start
-// parked: it holds every permit while they arrive and returns them only once
-// the timer runs, so that they form a queue from the first operation. It
+// queued is the shape of a runQueued run.
+type queued struct {
+	limit     int64 // the semaphore's limit
+	perP      int   // goroutines per P
+	maxWeight int64 // each goroutine asks for 1, 2, ... maxWeight permits in turn
+}
+
+// runQueued runs b.N pairs of acquire (by calling acquire) and release on s
+// from q.perP goroutines per P that start parked: it holds every permit
+// while they arrive and returns them only once the timer runs, so that they
+// form a queue from the first operation. Each goroutine cycles through
+// requests of 1 to q.maxWeight permits, starting at a different point. It
 // reports cpu-ns/op, and switches/op and lockwait-ns/op (see measureSched).
 //
-// b.RunParallel would start them with the permits free, and with more
-// permits than Ps the running goroutines never run out: a FIFO semaphore
-// stays unparked until preemption happens to leave enough holders
-// descheduled, then parks on every operation for the rest of the run, since
-// a hand-off queue never drains. At a limit of 4 with two Ps that moment
-// came after 200 000 to 750 000 operations, so the share of b.N run
-// unparked, not the cost of a hand-off, decided the row
-// (docs/benchmarks.md).
-func runQueued(b *testing.B, s sem, limit int64, acquire func(context.Context, int64, *held) error) {
-	holds := make([]*held, limit)
+// b.RunParallel would start them with the permits free, and when the Ps'
+// running goroutines can hold what they ask for all at once they never run
+// out: a FIFO semaphore stays unparked until preemption happens to leave
+// enough holders descheduled, then parks on every operation for the rest of
+// the run, since a hand-off queue never drains. In Contended at a limit of
+// 4 with two Ps that moment came after 200 000 to 750 000 operations, in
+// Weighted after 0 to 700 000, so the share of b.N run unparked, not the
+// cost of a hand-off, decided the row (docs/benchmarks.md).
+func runQueued(b *testing.B, s sem, q queued, acquire func(context.Context, int64, *held) error) {
+	holds := make([]*held, q.limit)
 	for i := range holds {
 		holds[i] = new(held)
 		if !s.tryAcquire(1, holds[i]) {
 			b.Fatal("a permit of a new semaphore is not free")
 		}
 	}
-	workers := 64 * runtime.GOMAXPROCS(0)
+	workers := q.perP * runtime.GOMAXPROCS(0)
 	// Goroutines claim operations in chunks, as RunParallel's do, so that
 	// the shared counter is not one more contended word per operation.
 	chunk := min(max(int64(b.N/(workers*100)), 1), 1000)
@@ -127,10 +135,11 @@ func runQueued(b *testing.B, s sem, limit int64, acquire func(context.Context, i
 	var arrived, done sync.WaitGroup
 	arrived.Add(workers)
 	done.Add(workers)
-	for range workers {
+	for w := range workers {
 		go func() {
 			defer done.Done()
 			ctx, h := context.Background(), new(held)
+			turn := int64(w)
 			arrived.Done()
 			for {
 				end := next.Add(chunk)
@@ -138,10 +147,11 @@ func runQueued(b *testing.B, s sem, limit int64, acquire func(context.Context, i
 					return
 				}
 				for range min(end, int64(b.N)) - (end - chunk) {
-					if err := acquire(ctx, 1, h); err != nil {
+					if err := acquire(ctx, 1+turn%q.maxWeight, h); err != nil {
 						panic(err)
 					}
 					s.release(h)
+					turn++
 				}
 			}
 		}()
@@ -165,25 +175,15 @@ func runQueued(b *testing.B, s sem, limit int64, acquire func(context.Context, i
 
 // BenchmarkWeighted measures a mix of request sizes: 8 goroutines per P
 // cycle through weights 1 to 8 on a limit of 16, so large requests wait
-// behind small ones and the fairness policy decides who goes next.
+// behind small ones and the fairness policy decides who goes next. Like
+// BenchmarkContended it starts with the goroutines parked (runQueued).
 func BenchmarkWeighted(b *testing.B) {
 	const limit = 16
 	for _, im := range pick(parkers...) {
 		b.Run("impl="+im.name+"/limit=16", func(b *testing.B) {
 			s := im.new(limit, limit)
-			var seed atomic.Int64
 			b.ReportAllocs()
-			defer measureCPU(b)()
-			b.SetParallelism(8)
-			b.RunParallel(func(pb *testing.PB) {
-				ctx, h := context.Background(), new(held)
-				for i := seed.Add(1); pb.Next(); i++ {
-					if err := s.acquire(ctx, 1+i%8, h); err != nil {
-						panic(err)
-					}
-					s.release(h)
-				}
-			})
+			runQueued(b, s, queued{limit: limit, perP: 8, maxWeight: 8}, s.acquire)
 		})
 	}
 }
