@@ -139,7 +139,7 @@ func runQueued(b *testing.B, s sem, q queued, acquire func(context.Context, int6
 		go func() {
 			defer done.Done()
 			ctx, h := context.Background(), new(held)
-			turn := int64(w)
+			n := 1 + int64(w)%q.maxWeight
 			arrived.Done()
 			for {
 				end := next.Add(chunk)
@@ -147,11 +147,13 @@ func runQueued(b *testing.B, s sem, q queued, acquire func(context.Context, int6
 					return
 				}
 				for range min(end, int64(b.N)) - (end - chunk) {
-					if err := acquire(ctx, 1+turn%q.maxWeight, h); err != nil {
+					if err := acquire(ctx, n, h); err != nil {
 						panic(err)
 					}
 					s.release(h)
-					turn++
+					if n++; n > q.maxWeight {
+						n = 1 // a compare, not a division, in the timed loop
+					}
 				}
 			}
 		}()
