@@ -117,7 +117,7 @@ type queued struct {
 // enough holders descheduled, then parks on every operation for the rest of
 // the run, since a hand-off queue never drains. In Contended at a limit of
 // 4 with two Ps that moment came after 200 000 to 750 000 operations, in
-// Weighted after 0 to 700 000, so the share of b.N run unparked, not the
+// Weighted after 0 to 750 000, so the share of b.N run unparked, not the
 // cost of a hand-off, decided the row (docs/benchmarks.md).
 func runQueued(b *testing.B, s sem, q queued, acquire func(context.Context, int64, *held) error) {
 	holds := make([]*held, q.limit)
