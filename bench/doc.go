@@ -2,8 +2,10 @@
 // other ways to bound concurrency: golang.org/x/sync/semaphore, a buffered
 // channel, a mutex with a condition variable, a bare sync.Mutex, a bare
 // one-word compare-and-swap counter (the floor any one-word design can
-// reach) and a mutex-guarded FIFO queue of waiters each parked on a channel
-// of its own (the floor of hand-off to such waiters).
+// reach), and mutex-guarded FIFO queues of waiters each parked on a channel
+// of its own: bare, with the token's guard, and with that and a state word
+// that lets arrivals pass the lock by while nobody waits (the floors of
+// hand-off to such waiters).
 //
 // It is a module of its own so that its baselines never become
 // dependencies of atomicsem. Every benchmark runs each implementation in the

@@ -94,6 +94,11 @@ var impls = map[string]impl{
 	"floorparkguard": {"floorparkguard", func(limit, _ int64) sem {
 		return &floorParkGuardSem{floorParkSem{count: limit}}
 	}},
+	"floorparkword": {"floorparkword", func(limit, _ int64) sem {
+		f := &floorParkWordSem{}
+		f.word.Store(limit << 1)
+		return f
+	}},
 	"syncmutex": {"syncmutex", func(limit, _ int64) sem {
 		if limit != 1 {
 			panic("syncmutex is a semaphore of one permit only")
@@ -362,10 +367,16 @@ func (f *floorGuardSem) release(h *held) {
 // front for ever and block everyone behind it, so it runs only in benchmarks
 // that never make one.
 type floorParkSem struct {
-	mu         sync.Mutex
-	count      int64         // free permits; guarded by mu
-	head, tail *parkWaiter   // the queue, oldest first; guarded by mu
-	free       []*parkWaiter // records no acquire is using; guarded by mu
+	mu    sync.Mutex
+	count int64 // free permits; guarded by mu
+	parkQueue
+}
+
+// parkQueue is the queue of floorpark and floorparkword, with its free
+// list. All of it is guarded by the semaphore's mu.
+type parkQueue struct {
+	head, tail *parkWaiter   // the queue, oldest first
+	free       []*parkWaiter // records no acquire is using
 }
 
 // parkWaiter is a parked acquire of floorParkSem.
@@ -441,6 +452,11 @@ func (f *floorParkSem) release(h *held) {
 func (f *floorParkSem) waiters() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.lenLocked()
+}
+
+// lenLocked counts the queue. It requires the semaphore's mu.
+func (f *parkQueue) lenLocked() int {
 	k := 0
 	for w := f.head; w != nil; w = w.next {
 		k++
@@ -449,8 +465,8 @@ func (f *floorParkSem) waiters() int {
 }
 
 // parkLocked queues a record for n permits at the back and returns it.
-// It requires that f.mu is held.
-func (f *floorParkSem) parkLocked(n int64) *parkWaiter {
+// It requires the semaphore's mu.
+func (f *parkQueue) parkLocked(n int64) *parkWaiter {
 	var w *parkWaiter
 	if k := len(f.free); k > 0 {
 		w = f.free[k-1]
@@ -499,8 +515,8 @@ func (f *floorParkSem) withdraw(w *parkWaiter) {
 	f.mu.Unlock()
 }
 
-// unlinkLocked takes w off the queue. It requires that f.mu is held.
-func (f *floorParkSem) unlinkLocked(w *parkWaiter) {
+// unlinkLocked takes w off the queue. It requires the semaphore's mu.
+func (f *parkQueue) unlinkLocked(w *parkWaiter) {
 	if w.prev != nil {
 		w.prev.next = w.next
 	} else {
@@ -541,6 +557,175 @@ func (f *floorParkGuardSem) release(h *held) {
 		panic("floorparkguard: released twice")
 	}
 	f.floorParkSem.release(h)
+}
+
+// floorParkWordSem is floorparkguard with what lets atomicsem's arrivals
+// and releases pass the lock by while nobody is queued: the free count lives
+// in an atomic word beside a queued flag, and an acquire or a release first
+// tries one CAS on the word, taking the lock only when the flag is set (or,
+// for an acquire, the permits are short). The flag is set under the lock
+// before a waiter queues and cleared under it when the queue empties, so
+// while it is set only the lock's holder writes the word, and a hand-off
+// that leaves the count as it was does not write it at all. It has no limit
+// to move, no waiters above the limit to step over, no queue counter and no
+// barging: the least a FIFO semaphore with lock-free arrivals beside a queue
+// of channel-parked waiters, and with guarded tokens, can do.
+type floorParkWordSem struct {
+	word atomic.Int64 // free permits << 1 | wordQueued
+	mu   sync.Mutex
+	parkQueue
+}
+
+// wordQueued is floorparkword's flag: set exactly while the queue is not
+// empty (as seen under mu).
+const wordQueued = 1
+
+func (f *floorParkWordSem) acquire(ctx context.Context, n int64, h *held) error {
+	err := f.take(ctx, n, h) // too large to inline: a call, as floorparkguard's
+	h.guard = floorGuard{}
+	return err
+}
+
+func (f *floorParkWordSem) take(ctx context.Context, n int64, h *held) error {
+	h.n = n
+	done := ctx.Done()
+	if done != nil {
+		select {
+		case <-done:
+			return ctx.Err()
+		default:
+		}
+	}
+	if f.takeFree(n) {
+		return nil
+	}
+	f.mu.Lock()
+	for {
+		old := f.word.Load()
+		if old&wordQueued == 0 && old>>1 >= n {
+			if f.word.CompareAndSwap(old, old-n<<1) {
+				f.mu.Unlock()
+				return nil
+			}
+			continue
+		}
+		// FIFO: queue behind anyone queued, and set the flag before
+		// queueing, so that lock-free arrivals and releases stop.
+		if old&wordQueued != 0 || f.word.CompareAndSwap(old, old|wordQueued) {
+			break
+		}
+	}
+	w := f.parkLocked(n)
+	f.mu.Unlock()
+	// The wait is written out here, as in floorpark, not shared through a
+	// function: a woken goroutine pays for each frame it returns through
+	// (docs/benchmarks.md, optimisation 9), and a floor must not pay for a
+	// frame that atomicsem's Acquire does not have.
+	if done == nil {
+		<-w.ready
+		h.park = w
+		return nil
+	}
+	select {
+	case <-w.ready:
+		h.park = w
+		return nil
+	case <-done:
+		f.withdraw(w)
+		return ctx.Err()
+	}
+}
+
+// takeFree takes n permits by CAS unless someone is queued or fewer are free.
+func (f *floorParkWordSem) takeFree(n int64) bool {
+	for {
+		old := f.word.Load()
+		if old&wordQueued != 0 || old>>1 < n {
+			return false
+		}
+		if f.word.CompareAndSwap(old, old-n<<1) {
+			return true
+		}
+	}
+}
+
+func (f *floorParkWordSem) tryAcquire(n int64, h *held) bool {
+	h.n = n
+	if !f.takeFree(n) {
+		return false
+	}
+	h.guard = floorGuard{}
+	return true
+}
+
+func (f *floorParkWordSem) release(h *held) {
+	if !h.guard.spent.CompareAndSwap(0, 1) {
+		panic("floorparkword: released twice")
+	}
+	if h.park == nil { // a parked acquire's record goes back under the lock
+		for {
+			old := f.word.Load()
+			if old&wordQueued != 0 {
+				break
+			}
+			if f.word.CompareAndSwap(old, old+h.n<<1) {
+				return
+			}
+		}
+	}
+	f.mu.Lock()
+	if w := h.park; w != nil {
+		h.park = nil
+		f.free = append(f.free, w)
+	}
+	f.returnLocked(h.n)
+	f.mu.Unlock()
+}
+
+// returnLocked makes n permits free and hands what is free to the front
+// waiters in order while they fit. It requires that f.mu is held.
+func (f *floorParkWordSem) returnLocked(n int64) {
+	old := f.word.Load()
+	if old&wordQueued == 0 {
+		// Nobody queued, and lock-free callers may be changing the word.
+		f.word.Add(n << 1)
+		return
+	}
+	// Only the holder of mu writes the word while the flag is set.
+	count := old>>1 + n
+	for w := f.head; w != nil && w.n <= count; w = f.head {
+		count -= w.n
+		f.unlinkLocked(w)
+		w.ready <- struct{}{}
+	}
+	new := count << 1
+	if f.head != nil {
+		new |= wordQueued
+	}
+	if new != old {
+		f.word.Store(new)
+	}
+}
+
+// withdraw takes back w, whose ctx is done, as floorpark's does.
+func (f *floorParkWordSem) withdraw(w *parkWaiter) {
+	f.mu.Lock()
+	var n int64
+	if w.queued {
+		f.unlinkLocked(w)
+	} else {
+		<-w.ready // granted: see floorParkSem.withdraw
+		n = w.n
+	}
+	f.free = append(f.free, w)
+	f.returnLocked(n) // also clears the flag if w was the last queued
+	f.mu.Unlock()
+}
+
+func (f *floorParkWordSem) waiters() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lenLocked()
 }
 
 // mutexSem is a bare sync.Mutex: the reference for a semaphore of one

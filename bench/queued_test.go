@@ -28,8 +28,8 @@ func TestRunQueuedParksEveryAcquire(t *testing.T) {
 		impls []string
 	}{
 		// A buffered channel is FIFO for single permits only.
-		{"contended/limit=1", queued{limit: 1, perP: 64, maxWeight: 1}, []string{"atomicsem", "chan", "floorpark"}},
-		{"contended/limit=4", queued{limit: 4, perP: 64, maxWeight: 1}, []string{"atomicsem", "chan", "floorpark"}},
+		{"contended/limit=1", queued{limit: 1, perP: 64, maxWeight: 1}, []string{"atomicsem", "chan", "floorpark", "floorparkword"}},
+		{"contended/limit=4", queued{limit: 4, perP: 64, maxWeight: 1}, []string{"atomicsem", "chan", "floorpark", "floorparkword"}},
 		{"weighted/limit=16", queued{limit: 16, perP: 8, maxWeight: 8}, []string{"atomicsem", "xsync", "floorpark"}},
 	} {
 		for _, im := range pick(c.impls...) {

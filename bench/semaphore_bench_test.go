@@ -79,11 +79,12 @@ func BenchmarkParallel(b *testing.B) {
 // someone on every operation. syncmutex, a bare sync.Mutex, is the reference
 // for what barging buys with one permit; floorpark is the floor for FIFO
 // hand-off to waiters parked each on a channel of its own, as atomicsem's
-// are, and floorparkguard that floor with the token's guard and the call a
-// library's Acquire is.
+// are, floorparkguard that floor with the token's guard and the call a
+// library's Acquire is, and floorparkword that with arrivals and releases
+// that pass the lock by on a state word while nobody is queued.
 func BenchmarkContended(b *testing.B) {
 	for _, limit := range []int64{1, 4} {
-		names := append(parkers[:len(parkers):len(parkers)], "floorparkguard")
+		names := append(parkers[:len(parkers):len(parkers)], "floorparkguard", "floorparkword")
 		if limit == 1 {
 			names = append(names[:len(names):len(names)], "syncmutex")
 		}
