@@ -102,7 +102,7 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool) (plan dispatchPlan) {
 	if s.wants.smallest(&s.queue) > base.Total() {
 		return plan // every waiter asks for more than the limit
 	}
-	handOff := !s.barging || base.Starving()
+	handOff := !s.barging() || base.Starving()
 	free := base.Count()
 	for w := s.queue.head; w != nil; {
 		next, want := w.next, w.want()
@@ -119,7 +119,7 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool) (plan dispatchPlan) {
 		plan.served++
 		if handOff {
 			plan.granted += want
-			plan.fresh = plan.fresh || (!wake && s.barging && !s.waitedTooLong(w))
+			plan.fresh = plan.fresh || (!wake && s.barging() && !s.waitedTooLong(w))
 		}
 		if wake {
 			s.queue.remove(w)
@@ -148,11 +148,12 @@ func (s *Semaphore) settle(base state.Word, plan dispatchPlan) state.Word {
 // starvation bound. It is always false in FIFO mode, which never sets the
 // starving flag.
 func (s *Semaphore) waitedTooLong(w *waiter) bool {
-	return s.barging && w.waitedFor() >= s.starvationBound
+	return s.barging() && w.waitedFor() >= s.starvationBound
 }
 
-// markStarvingLocked sets the starving flag if w, a waiter at the front in
-// barging mode, has waited longer than the starvation bound. From then on
+// markStarvingLocked sets the starving flag if w, a woken waiter requeued in
+// barging mode, has waited longer than the starvation bound (any waiter
+// ahead of it arrived earlier and has waited longer still). From then on
 // arrivals queue and releases hand permits to the front waiters, until a
 // dispatch grants a waiter that waited less than the bound. It requires that
 // s.mu is held.

@@ -141,6 +141,54 @@ func TestBargingArrivalsTakeFreePermits(t *testing.T) {
 	})
 }
 
+// TestBargingLosersKeepArrivalOrder is the plain-build companion of
+// TestScenarioBargingLosersRequeueInArrivalOrder (scenario_hooks_test.go):
+// without hooks, the race it stages is reached by timing. Each round parks
+// an older and a younger waiter, releases two permits, which wakes both, and
+// takes both back at once from the test goroutine; when both woken waiters
+// lose and go back to the queue, one released permit must go to the older.
+// Rounds in which a woken waiter won a permit are not counted.
+func TestBargingLosersKeepArrivalOrder(t *testing.T) {
+	const rounds = 200
+	bothLost := 0
+	for range rounds {
+		s := mustNew(t, 2, 2, atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour))
+		held := mustTake(t, s, 2)
+		older := goAcquire(t.Context(), s, 1)
+		awaitWaiters(t, s, 1)
+		younger := goAcquire(t.Context(), s, 1)
+		awaitWaiters(t, s, 2)
+
+		held.Release() // wakes both to compete for the two permits
+		b1, ok1 := s.TryAcquire(1)
+		b2, ok2 := s.TryAcquire(1)
+		if ok1 && ok2 {
+			awaitWaiters(t, s, 2) // both lost and went back
+			bothLost++
+			b1.Release()
+			select {
+			case <-older.done:
+			case <-younger.done:
+				t.Fatalf("double loss %d: the younger waiter was served before the older", bothLost)
+			}
+			b2.Release()
+		} else {
+			if ok1 {
+				b1.Release()
+			}
+			if ok2 {
+				b2.Release()
+			}
+		}
+		for _, p := range []*pendingAcquire{older, younger} {
+			<-p.done
+			require.NoError(t, p.err)
+			p.tok.Release()
+		}
+	}
+	t.Logf("both woken waiters lost in %d of %d rounds", bothLost, rounds)
+}
+
 // TestLargeAcquireNotStarvedBySmallOnes runs a stream of small acquirers
 // whose holds overlap, so that the permits are never all free at once on
 // their own, and times a request for all of them. FIFO must serve it as

@@ -1,6 +1,6 @@
 package atomicsem_test
 
-// Token races, in the manner of jcstress: each test runs one small race many
+// Token races, as outcome tables: each test runs one small race many
 // times. An iteration builds a fresh semaphore, starts the actors behind a
 // start gate, waits for them all, and names the outcome it can observe
 // (which calls succeeded or panicked, the final Stats). The outcomes are

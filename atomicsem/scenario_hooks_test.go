@@ -9,8 +9,10 @@ package atomicsem_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/atomic"
@@ -20,23 +22,30 @@ import (
 	"github.com/atomicsem/atomicsem/token"
 )
 
-// stopper blocks the goroutines that reach chosen hook sites, one at a time:
-// each stop is announced on stopped and lasts until resume is called. Its
-// channels are made in the bubble, so a stopped goroutine is durably blocked.
+// stopper blocks the goroutines that reach chosen hook sites: each stop is
+// announced on stopped, one at a time, and lasts until the test resumes that
+// goroutine. Its channels are made in the bubble, so a stopped goroutine is
+// durably blocked.
 type stopper struct {
-	stopped chan hook.Site
-	resumed chan struct{}
+	stopped chan stop
+	held    []chan struct{} // the stops waitStop returned and not yet resumed, oldest first
+}
+
+type stop struct {
+	site   hook.Site
+	resume chan struct{}
 }
 
 // installStopper installs a hook that stops the goroutine at a site when
 // stopAt(site) says so, and removes it when the test ends. stopAt is called
 // by whichever goroutine reaches a site and must be safe for that.
 func installStopper(t *testing.T, stopAt func(hook.Site) bool) *stopper {
-	st := &stopper{stopped: make(chan hook.Site), resumed: make(chan struct{})}
+	st := &stopper{stopped: make(chan stop)}
 	restore := hook.Set(func(site hook.Site) {
 		if stopAt(site) {
-			st.stopped <- site
-			<-st.resumed
+			resume := make(chan struct{})
+			st.stopped <- stop{site, resume}
+			<-resume
 		}
 	})
 	t.Cleanup(restore)
@@ -44,10 +53,21 @@ func installStopper(t *testing.T, stopAt func(hook.Site) bool) *stopper {
 }
 
 // waitStop returns once a goroutine is stopped, at the site it names.
-func (st *stopper) waitStop() hook.Site { return <-st.stopped }
+func (st *stopper) waitStop() hook.Site {
+	s := <-st.stopped
+	st.held = append(st.held, s.resume)
+	return s.site
+}
 
-// resume lets the stopped goroutine go on.
-func (st *stopper) resume() { st.resumed <- struct{}{} }
+// resume lets the goroutine stopped longest go on.
+func (st *stopper) resume() { st.resumeAt(0) }
+
+// resumeAt lets the i-th of the stopped goroutines go on, counting from the
+// one stopped longest.
+func (st *stopper) resumeAt(i int) {
+	close(st.held[i])
+	st.held = slices.Delete(st.held, i, i+1)
+}
 
 // Bug shape (golang/go#63615): a grant that races the waiter's cancellation.
 // The waiter's context is cancelled while the releasing goroutine, holding
@@ -201,4 +221,111 @@ func TestScenarioClosedFlagSurvivesRacingCAS(t *testing.T) {
 			})
 		})
 	}
+}
+
+// stopWakeUps stops every parked Acquire as it wakes (at AfterWake) until
+// the returned function is called.
+func stopWakeUps(t *testing.T) (st *stopper, stopNoMore func()) {
+	var stopping atomic.Bool
+	stopping.Store(true)
+	st = installStopper(t, func(site hook.Site) bool {
+		return site == hook.AfterWake && stopping.Load()
+	})
+	return st, func() { stopping.Store(false) }
+}
+
+// Bug shape: in barging mode a release wakes parked waiters to compete for
+// the permits, and an arrival may take them first; the waiters that lose go
+// back to the queue. Each went back to the front, so two that lost in
+// arrival order came back reversed, and the next release served the younger
+// first, against the promise that parked waiters keep FIFO order among
+// themselves. Each loser must go back to its place by arrival, whichever
+// settles first.
+func TestScenarioBargingLosersRequeueInArrivalOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		settleFirst int // 0: the older waiter, 1: the younger
+	}{
+		{"older settles first", 0},
+		{"younger settles first", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := mustNew(t, 2, 2, atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour))
+				h1, h2 := mustTake(t, s, 1), mustTake(t, s, 1)
+				older := park(t, s, t.Context(), 1)
+				younger := park(t, s, t.Context(), 1)
+				waiters := []*pendingAcquire{older, younger}
+
+				// Wake them one release at a time, so that they stop in
+				// arrival order: each release wakes the front waiter.
+				st, stopNoMore := stopWakeUps(t)
+				h1.Release()
+				require.Equal(t, hook.AfterWake, st.waitStop())
+				h2.Release()
+				require.Equal(t, hook.AfterWake, st.waitStop())
+
+				// An arrival takes both permits; both woken waiters lose.
+				b1, b2 := mustTake(t, s, 1), mustTake(t, s, 1)
+				stopNoMore()
+				st.resumeAt(tc.settleFirst)
+				synctest.Wait()
+				st.resume()
+				synctest.Wait()
+				requireReturned(t, waiters)
+				require.Equal(t, 2, s.Stats().Waiters)
+
+				b1.Release()
+				synctest.Wait()
+				requireReturned(t, waiters, 0)
+				requireGranted(t, older, 1)
+				older.tok.Release()
+				b2.Release()
+				synctest.Wait()
+				requireGranted(t, younger, 1)
+				younger.tok.Release()
+				require.Equal(t, atomicsem.Stats{Available: 2, Held: 0, Limit: 2, Max: 2}, s.Stats())
+			})
+		})
+	}
+}
+
+// The same in arrival order: a waiter that asks for more than the limit is
+// passed over while the limit stays low, but keeps its place. A younger
+// waiter woken past it that loses its permits to an arrival goes back
+// behind it, not to the front, so once the limit admits the older waiter
+// it is served first and holds back the younger, as FIFO order says.
+func TestScenarioBargingLoserRequeuesBehindOlderWaiterAboveLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 1, 3, atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour))
+		held := mustTake(t, s, 1)
+		large := park(t, s, t.Context(), 2) // above the limit of 1
+		small := park(t, s, t.Context(), 1)
+		waiters := []*pendingAcquire{large, small}
+
+		st, stopNoMore := stopWakeUps(t)
+		held.Release() // passes over large, wakes small
+		require.Equal(t, hook.AfterWake, st.waitStop())
+		barger := mustTake(t, s, 1)
+		stopNoMore()
+		st.resume() // small loses and goes back to the queue
+		synctest.Wait()
+		requireReturned(t, waiters)
+
+		// The limit now admits large, which does not fit in the one free
+		// permit yet; it must hold small back.
+		require.NoError(t, s.SetLimit(2))
+		synctest.Wait()
+		requireReturned(t, waiters)
+
+		barger.Release()
+		synctest.Wait()
+		requireReturned(t, waiters, 0)
+		requireGranted(t, large, 2)
+		large.tok.Release()
+		synctest.Wait()
+		requireGranted(t, small, 1)
+		small.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 2, Held: 0, Limit: 2, Max: 3}, s.Stats())
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -33,15 +34,18 @@ var (
 	// or a limit is larger than the semaphore's maximum.
 	ErrExceedsMax = errors.New("atomicsem: exceeds the semaphore's maximum")
 	// ErrInvalidPermits is returned (wrapped, with the numbers) for a
-	// negative count or one above MaxPermits.
+	// negative request or one above MaxPermits, and by New for arguments
+	// outside 0 ≤ initial ≤ max ≤ MaxPermits. (A limit above the maximum,
+	// MaxPermits included, is ErrExceedsMax.)
 	ErrInvalidPermits = errors.New("atomicsem: invalid number of permits")
 )
 
 // Semaphore is a weighted semaphore with a live limit that can move while
 // permits are held.
 //
-// A Semaphore keeps three numbers in one atomic word: Available permits, the
-// live Limit (available plus held), and the Max fixed at construction.
+// A Semaphore keeps three numbers in one atomic word: the permits Held by
+// tokens, the live Limit, and the Max fixed at construction; Available is
+// Limit − Held.
 // Acquire and TryAcquire take permits and return a token.Token; the token's
 // Release gives them back and its Forget retires them, lowering the limit.
 // TryRelease adds new permits up to Max; SetLimit moves the limit anywhere in
@@ -60,19 +64,21 @@ var (
 // soon as the limit admits it.
 //
 // With WithBarging, arrivals may take free permits even while waiters are
-// parked, and a release wakes the front waiter to compete for the permits
-// instead of handing them over. This saves a context switch per permit under
-// contention. Once the waiter that a release would serve next has waited
-// longer than the starvation bound, the semaphore turns to FIFO hand-off; it
-// turns back when it grants a waiter that has waited less than the bound, or
-// when no waiter that fits under the limit is left.
+// parked, and a release wakes as many front waiters as the free permits
+// could serve, to compete for them instead of being handed them. This saves
+// a context switch per permit under contention. A woken waiter that loses
+// goes back to its place in arrival order. Once the waiter that a release
+// would serve next has waited longer than the starvation bound, the
+// semaphore turns to FIFO hand-off; it turns back when it grants a waiter
+// that has waited less than the bound, or when no waiter that fits under the
+// limit is left.
 //
 // # Memory ordering
 //
 // A Release of a token synchronizes before the return of any Acquire or
 // TryAcquire that obtains the released permits, in the sense of the Go memory
-// model. Calls that change the word (TryRelease, SetLimit, Close, Forget)
-// likewise synchronize before the acquires they admit.
+// model. The other calls that can admit an acquire (TryRelease, SetLimit,
+// Forget) likewise synchronize before the acquires they admit.
 //
 // A Semaphore must be created with New; the zero value is not usable.
 type Semaphore struct {
@@ -92,16 +98,21 @@ type Semaphore struct {
 	free waiterFreeList // recycled waiter records
 
 	// block holds the flags that stop a fast-path acquire: closed and, in
-	// FIFO mode, eligible; in barging mode, starving instead of eligible.
-	// It and the two fields after it never change after New. They come
-	// last, more than a cache line's width after word on 64-bit platforms,
-	// so that the fast path's read of block never touches word's line,
-	// which moves between cores under contention: with block beside word,
-	// Parallel cost 1.5× as much (docs/benchmarks.md, optimisation 10).
+	// FIFO mode, eligible; in barging mode, starving instead of eligible
+	// (so it also says which mode the semaphore is in: see barging). It
+	// and the field after it never change after New. They come last, more
+	// than a cache line's width after word on 64-bit platforms, so that
+	// the fast path's read of block never touches word's line, which moves
+	// between cores under contention: with block beside word, Parallel
+	// cost 1.5× as much (docs/benchmarks.md, optimisation 10).
 	block           state.Word
-	barging         bool
 	starvationBound time.Duration
 }
+
+// barging reports whether s was made WithBarging. The mode is read from
+// block rather than kept in a field of its own, which keeps the struct in
+// its 112-byte size class.
+func (s *Semaphore) barging() bool { return s.block&state.StarvingBit != 0 }
 
 // New returns a semaphore with initial permits available and a ceiling of
 // max. Both the available count and the limit start at initial, so a
@@ -120,12 +131,12 @@ func New(initial, max int64, opts ...Option) (*Semaphore, error) {
 	}
 	s := &Semaphore{
 		block:           state.ClosedBit | state.EligibleBit,
-		barging:         cfg.barging,
 		starvationBound: cfg.starvationBound,
 	}
 	if cfg.barging {
 		s.block = state.ClosedBit | state.StarvingBit
 	}
+	s.queue.lastArrival = math.MinInt64
 	s.word.Store(uint64(state.New(initial, initial, max)))
 	return s, nil
 }
@@ -164,11 +175,12 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 	done := ctx.Done()
 	for {
 		hook.At(hook.BeforePark)
-		if done == nil && !s.barging {
+		if done == nil && !s.barging() {
 			// A context that can never be cancelled: in FIFO mode a plain
-			// receive makes the hand-off about a third cheaper than a
-			// select. In barging mode it measured twice as slow under
-			// contention at limit 1 (docs/benchmarks.md), so it is not used.
+			// receive is cheaper than a select (with the lock-free free
+			// list it made the hand-off 29 % cheaper). In barging mode it
+			// measured twice as slow under contention at limit 1
+			// (docs/benchmarks.md, optimisation 5), so it is not used.
 			<-w.ready.C()
 		} else {
 			select {
@@ -198,10 +210,10 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 // TryAcquire takes n permits without blocking and reports whether it did.
 // It follows Acquire's rules: it fails for invalid or too-large n, after
 // Close, when fewer than n permits are available, and when it would overtake
-// a parked waiter: in FIFO mode always, in barging mode while the semaphore
-// has turned to hand-off (see Fairness). On failure it returns the zero
-// Token and changes nothing. TryAcquire(0) succeeds unless the semaphore is
-// closed.
+// a parked waiter that the current limit admits: in FIFO mode always, in
+// barging mode while the semaphore has turned to hand-off (see Fairness).
+// On failure it returns the zero Token and changes nothing. TryAcquire(0)
+// succeeds unless the semaphore is closed.
 func (s *Semaphore) TryAcquire(n int64) (token.Token, bool) {
 	if 0 < n && n <= MaxPermits && s.takeFree(n) {
 		return s.tokenFor(n), true
@@ -390,8 +402,8 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) (*waiter, error) {
 		return nil, err
 	}
 	w := s.free.getLocked(s, n)
-	if s.barging {
-		w.markArrival()
+	if s.barging() {
+		s.queue.stampArrival(w)
 	}
 	s.enqueueLocked(w, false)
 	s.mu.Unlock()
@@ -409,7 +421,7 @@ func (s *Semaphore) withdraw(ctx context.Context, w *waiter) (token.Token, error
 
 // settleWake settles a wake-up other than a hand-off's grant. After Close
 // it returns ErrClosed. A waiter woken to compete for free permits (barging
-// mode) takes them, or queues again at the front, keeping its place and its
+// mode) takes them, or queues again in its place by arrival, keeping its
 // waiting time; settleWake reports whether it took them. The record goes
 // back to the free list unless the waiter queues again.
 func (s *Semaphore) settleWake(w *waiter) (took bool, err error) {
@@ -458,18 +470,17 @@ func (s *Semaphore) cancelLocked(w *waiter) {
 }
 
 // takeOrQueueLocked takes n permits if the fairness policy allows it now;
-// otherwise it sets the queue flags and, when w is not nil, queues w at the
-// front (a woken waiter that lost the race). It returns ErrClosed on a
-// closed semaphore. It requires that s.mu is held.
+// otherwise it sets the queue flags and, when w is not nil, queues w again
+// in its place by arrival (a woken waiter that lost the race). It returns
+// ErrClosed on a closed semaphore. It requires that s.mu is held.
 func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error) {
 	for {
 		old := s.load()
 		if old.Closed() {
 			return false, ErrClosed
 		}
-		// A woken waiter (w != nil) left the front of the queue, so nobody
-		// queued is ahead of it: it takes free permits even if the
-		// semaphore turned to hand-off after waking it. Queueing again
+		// A woken waiter (w != nil) takes free permits even if the
+		// semaphore turned to hand-off after waking it: queueing again
 		// with the permits free would strand them, as no release is on
 		// its way to serve it.
 		if s.mayTakeLocked(old, n) || (w != nil && old.Count() >= n) {
@@ -510,7 +521,7 @@ func (s *Semaphore) mayTakeLocked(old state.Word, n int64) bool {
 	if old.Count() < n {
 		return false
 	}
-	if s.barging && !old.Starving() {
+	if s.barging() && !old.Starving() {
 		return true
 	}
 	// FIFO, and barging during hand-off: only waiters that cannot fit under
@@ -532,12 +543,13 @@ func (s *Semaphore) tryAcquireSlow(n int64) (token.Token, bool) {
 	return s.tokenFor(0), true
 }
 
-// enqueueLocked queues w at the back, or at the front for a woken waiter
-// going back to sleep. It requires that s.mu is held and the queue flags set.
-func (s *Semaphore) enqueueLocked(w *waiter, front bool) {
+// enqueueLocked queues w at the back, or, for a woken waiter going back to
+// sleep (requeue), at its place in arrival order. It requires that s.mu is
+// held and the queue flags set.
+func (s *Semaphore) enqueueLocked(w *waiter, requeue bool) {
 	s.wants.added(w.want(), s.queue.empty())
-	if front {
-		s.queue.pushFront(w)
+	if requeue {
+		s.queue.insertByArrival(w)
 	} else {
 		s.queue.pushBack(w)
 	}
@@ -631,7 +643,7 @@ func (s *Semaphore) returnSlow(n int64, rec *waiter) {
 			}
 			continue
 		}
-		if !s.barging || old.Starving() {
+		if !s.barging() || old.Starving() {
 			// Hand-off: the front waiters get the permits in the same
 			// step that returns them.
 			if !s.serve(state.Word.Release, n, rec) {

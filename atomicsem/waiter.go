@@ -6,6 +6,7 @@ import (
 	"go.uber.org/atomic"
 
 	"github.com/atomicsem/atomicsem/event"
+	"github.com/atomicsem/atomicsem/internal/mutant"
 )
 
 // waitStatus says how a parked waiter's wait ended. It is written under the
@@ -54,14 +55,7 @@ func (w *waiter) want() int64 { return int64(w.n) }
 // bubble are still exact.)
 var epoch = time.Now()
 
-// markArrival records that w is being queued now. It is called once per
-// Acquire, not again when a woken waiter is requeued, so that waitedFor
-// counts from the first arrival.
-func (w *waiter) markArrival() {
-	w.arrival = int64(time.Since(epoch))
-}
-
-// waitedFor returns how long w has waited since markArrival.
+// waitedFor returns how long w has waited since its arrival was stamped.
 func (w *waiter) waitedFor() time.Duration {
 	return time.Since(epoch) - time.Duration(w.arrival)
 }
@@ -149,6 +143,26 @@ func (l *waiterFreeList) popSpill() *waiter {
 // the semaphore's mu.
 type waitQueue struct {
 	head, tail *waiter
+	// lastArrival is the latest arrival stamped (barging mode only),
+	// math.MinInt64 before the first.
+	lastArrival int64
+}
+
+// stampArrival records in w, a waiter about to be queued for the first
+// time, that it arrives now. It is called once per Acquire, not again when
+// a woken waiter is requeued, so that waitedFor counts from the first
+// arrival. The stamps are kept strictly increasing, so that they also give
+// the arrival order that insertByArrival keeps: an arrival that reads the
+// same clock value as the one before it (a coarse clock, or a
+// testing/synctest bubble, whose clock stands still) is stamped a
+// nanosecond later.
+func (q *waitQueue) stampArrival(w *waiter) {
+	now := int64(time.Since(epoch))
+	if now <= q.lastArrival {
+		now = q.lastArrival + 1
+	}
+	q.lastArrival = now
+	w.arrival = now
 }
 
 func (q *waitQueue) empty() bool { return q.head == nil }
@@ -163,14 +177,30 @@ func (q *waitQueue) pushBack(w *waiter) {
 	q.tail = w
 }
 
-func (q *waitQueue) pushFront(w *waiter) {
-	w.prev, w.next = nil, q.head
-	if q.head != nil {
-		q.head.prev = w
-	} else {
-		q.tail = w
+// insertByArrival queues w, a woken waiter going back to sleep, at its
+// place by arrival: behind the waiters that arrived before it and ahead of
+// those that arrived after it. Several waiters woken at once, or by
+// successive releases, may all lose the race for the permits and come back
+// in any order; putting each at the front would reverse them. The walk is
+// short: the waiters that arrived earlier are the ones woken with w that
+// came back first, and those asking for more than the limit, which a
+// dispatch that serves anyone behind them walks past as well.
+func (q *waitQueue) insertByArrival(w *waiter) {
+	next := q.head
+	for next != nil && next.arrival < w.arrival && mutant.Active != mutant.RequeueFront {
+		next = next.next
 	}
-	q.head = w
+	if next == nil {
+		q.pushBack(w)
+		return
+	}
+	w.prev, w.next = next.prev, next
+	if next.prev != nil {
+		next.prev.next = w
+	} else {
+		q.head = w
+	}
+	next.prev = w
 }
 
 func (q *waitQueue) remove(w *waiter) {

@@ -48,6 +48,10 @@ const (
 	// put its waiter record back on the free list at once, while its token
 	// still carries the record and will put it back again on Release.
 	RecycleGranted = "recycle_granted"
+	// RequeueFront makes a woken waiter that lost its permits to an
+	// arrival (barging mode) go back to the front of the queue instead of
+	// its place by arrival.
+	RequeueFront = "requeue_front"
 )
 
 // All lists every fault. scripts/mutants.sh runs one per mutant_*.go file,
@@ -55,5 +59,5 @@ const (
 var All = []string{
 	NonAtomic, Stale, TryReleaseIgnoresHeld, SkipWake,
 	LoseOnCancel, NoCancelNotify, DoubleRelease, DropClosed,
-	EligibleNotSet, LimitLockFree, RecycleGranted,
+	EligibleNotSet, LimitLockFree, RecycleGranted, RequeueFront,
 }
