@@ -2,6 +2,7 @@ package atomicsem_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -144,49 +145,76 @@ func TestBargingArrivalsTakeFreePermits(t *testing.T) {
 // TestBargingLosersKeepArrivalOrder is the plain-build companion of
 // TestScenarioBargingLosersRequeueInArrivalOrder (scenario_hooks_test.go):
 // without hooks, the race it stages is reached by timing. Each round parks
-// an older and a younger waiter, releases two permits, which wakes both, and
-// takes both back at once from the test goroutine; when both woken waiters
-// lose and go back to the queue, one released permit must go to the older.
-// Rounds in which a woken waiter won a permit are not counted.
+// three waiters, releases three permits, which wakes all three, and takes
+// them back at once from the test goroutine; when every woken waiter loses
+// and goes back to the queue, permits released one at a time must reach
+// them in arrival order. (Three, not two: the scheduler tends to run the
+// waiter woken last first, and the old requeue at the front reversed two
+// waiters only when they settled in arrival order; three settle in an order
+// that it garbles far more often.) Rounds in which a woken waiter won a
+// permit are not counted.
 func TestBargingLosersKeepArrivalOrder(t *testing.T) {
-	const rounds = 200
-	bothLost := 0
+	const rounds, parked = 200, 3
+	allLost := 0
 	for range rounds {
-		s := mustNew(t, 2, 2, atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour))
-		held := mustTake(t, s, 2)
-		older := goAcquire(t.Context(), s, 1)
-		awaitWaiters(t, s, 1)
-		younger := goAcquire(t.Context(), s, 1)
-		awaitWaiters(t, s, 2)
+		s := mustNew(t, parked, parked, atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour))
+		held := mustTake(t, s, parked)
+		waiters := make([]*pendingAcquire, parked)
+		for i := range waiters {
+			waiters[i] = goAcquire(t.Context(), s, 1)
+			awaitWaiters(t, s, i+1)
+		}
 
-		held.Release() // wakes both to compete for the two permits
-		b1, ok1 := s.TryAcquire(1)
-		b2, ok2 := s.TryAcquire(1)
-		if ok1 && ok2 {
-			awaitWaiters(t, s, 2) // both lost and went back
-			bothLost++
-			b1.Release()
-			select {
-			case <-older.done:
-			case <-younger.done:
-				t.Fatalf("double loss %d: the younger waiter was served before the older", bothLost)
-			}
-			b2.Release()
-		} else {
-			if ok1 {
-				b1.Release()
-			}
-			if ok2 {
-				b2.Release()
+		held.Release() // wakes them all to compete for the permits
+		bargers := make([]token.Token, parked)
+		took := 0
+		for i := range bargers {
+			var ok bool
+			if bargers[i], ok = s.TryAcquire(1); ok {
+				took++
 			}
 		}
-		for _, p := range []*pendingAcquire{older, younger} {
+		if took == parked {
+			awaitWaiters(t, s, parked) // all lost and went back
+			allLost++
+			for i := range bargers {
+				bargers[i].Release()
+				served := firstReturned(t, waiters[i:])
+				require.Zero(t, served,
+					"all lost %d times: waiter %d was served before the older waiter %d", allLost, i+served, i)
+			}
+		} else {
+			for i := range took {
+				bargers[i].Release()
+			}
+		}
+		for _, p := range waiters {
 			<-p.done
 			require.NoError(t, p.err)
 			p.tok.Release()
 		}
 	}
-	t.Logf("both woken waiters lost in %d of %d rounds", bothLost, rounds)
+	t.Logf("every woken waiter lost in %d of %d rounds", allLost, rounds)
+}
+
+// firstReturned waits for one of the pending acquires to return and gives
+// its index, failing the test after a generous real-time limit. The others
+// are checked at the same instant, so a waiter served out of order is named
+// rather than waited for in vain.
+func firstReturned(t testing.TB, pending []*pendingAcquire) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for i, p := range pending {
+			if p.returned() {
+				return i
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no waiter returned")
+		}
+		runtime.Gosched()
+	}
 }
 
 // TestLargeAcquireNotStarvedBySmallOnes runs a stream of small acquirers
