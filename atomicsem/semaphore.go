@@ -165,7 +165,10 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 		return token.Token{}, err
 	}
 	if w == nil {
-		return s.tokenFor(n), nil // taken under the lock, or n == 0
+		if n == 0 {
+			return emptyToken(), nil
+		}
+		return s.tokenFor(n), nil // taken under the lock
 	}
 	// Parked. The waiter waits here, not in a function of its own: a
 	// goroutine woken from a park pays for each frame it returns through
@@ -367,6 +370,16 @@ func (s *Semaphore) cas(old, new state.Word) bool {
 func isDone(ctx context.Context) bool             { return ctx.Err() != nil }
 func (s *Semaphore) tokenFor(n int64) token.Token { return token.New((*owner)(s), n) }
 
+// emptyToken returns a token for no permits. Its owner does nothing, so
+// ending it touches neither the word nor the lock.
+func emptyToken() token.Token { return token.New(noPermits{}, 0) }
+
+// noPermits is the owner of the tokens that acquires of 0 return.
+type noPermits struct{}
+
+func (noPermits) ReturnPermits(int64) {}
+func (noPermits) ForgetPermits(int64) {}
+
 // checkRequest validates n against MaxPermits and the semaphore's maximum.
 func (s *Semaphore) checkRequest(n int64) error {
 	if n < 0 || n > MaxPermits {
@@ -540,7 +553,7 @@ func (s *Semaphore) tryAcquireSlow(n int64) (token.Token, bool) {
 	if n != 0 || s.load().Closed() {
 		return token.Token{}, false
 	}
-	return s.tokenFor(0), true
+	return emptyToken(), true
 }
 
 // enqueueLocked queues w at the back, or, for a woken waiter going back to
@@ -626,8 +639,9 @@ func (s *Semaphore) giveBack(n int64) bool {
 
 // returnSlow returns n held permits while a queued waiter fits under the
 // limit, and rec, the record of the parked Acquire they were granted to, or
-// nil. It also panics on an internal error: more permits returned than
-// held, which a token's guard rules out.
+// nil. It panics, changing nothing, if n is more than is held: a token's
+// guard rules that out unless the token was ended by two goroutines at once,
+// a data race in the caller.
 func (s *Semaphore) returnSlow(n int64, rec *waiter) {
 	for {
 		old := s.load()
@@ -661,14 +675,19 @@ func (s *Semaphore) returnSlow(n int64, rec *waiter) {
 	}
 }
 
-const errReturnExceedsHeld = "atomicsem: internal error: returned permits exceed those held"
+// The panics of a token that returns or forgets more permits than are
+// held, which only a token ended by two goroutines at once can do.
+const (
+	errReturnExceedsHeld = "atomicsem: returned permits exceed those held (was a token ended by two goroutines at once?)"
+	errForgetExceedsHeld = "atomicsem: forgotten permits exceed those held (was a token ended by two goroutines at once?)"
+)
 
 // forgetPermits retires n held permits.
 func (s *Semaphore) forgetPermits(n int64) {
 	// A lower limit can let waiters that asked for more than it step aside
 	// for the ones behind them: changeLimit serves the queue.
 	if !s.changeLimit(state.Word.Forget, n) {
-		panic("atomicsem: internal error: forgotten permits exceed those held")
+		panic(errForgetExceedsHeld)
 	}
 }
 

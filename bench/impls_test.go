@@ -324,15 +324,23 @@ func (f *floorSem) release(h *held) { f.v.Add(h.n) }
 
 // floorGuardSem is floorSem plus what a guard that refuses a second release
 // costs at the least: a flag per acquire, written fresh when the permits are
-// taken and swapped when they are returned, so that of two concurrent
-// releases exactly one wins. token.Token makes the same promise, so this is
-// the floor for any one-word semaphore that hands out such guards.
+// taken, checked and set when they are returned. token.Token's guard is such
+// a flag, so this is the floor for any one-word semaphore that hands out
+// guards like it.
 type floorGuardSem struct{ floorSem }
 
-// floorGuard is floorguard's flag. It is reset by assigning a fresh value,
-// as a new token.Token is, rather than by an atomic store, which on amd64 is
-// itself a locked instruction.
-type floorGuard struct{ spent atomic.Uint32 }
+// floorGuard is the guard of floorguard, floorparkguard and floorparkword: a
+// plain flag, as token.Token's is, since a guard belongs to one goroutine at
+// a time. It is reset by assigning a fresh value, as a new token.Token is.
+type floorGuard struct{ spent bool }
+
+// end marks the guard spent; it panics, naming the floor, if it was already.
+func (g *floorGuard) end(floor string) {
+	if g.spent {
+		panic(floor + ": released twice")
+	}
+	g.spent = true
+}
 
 func (f *floorGuardSem) acquire(ctx context.Context, n int64, h *held) error {
 	err := f.floorSem.acquire(ctx, n, h)
@@ -349,9 +357,7 @@ func (f *floorGuardSem) tryAcquire(n int64, h *held) bool {
 }
 
 func (f *floorGuardSem) release(h *held) {
-	if !h.guard.spent.CompareAndSwap(0, 1) {
-		panic("floorguard: released twice")
-	}
+	h.guard.end("floorguard")
 	f.floorSem.release(h)
 }
 
@@ -532,9 +538,10 @@ func (f *parkQueue) unlinkLocked(w *parkWaiter) {
 
 // floorParkGuardSem is floorpark with the two things any semaphore with
 // atomicsem's API adds to it at the least: the token's guard (floorguard's
-// flag, written fresh by the acquire and swapped by the release), and a call
-// that the caller does not inline, in which the waiter parks and through
-// which it returns when woken, as it does through a library's Acquire.
+// flag, written fresh by the acquire, checked and set by the release), and
+// a call that the caller does not inline, in which the waiter parks and
+// through which it returns when woken, as it does through a library's
+// Acquire.
 // floorpark's own acquire parks in the adapter that the harness calls.
 type floorParkGuardSem struct{ floorParkSem }
 
@@ -553,9 +560,7 @@ func (f *floorParkGuardSem) tryAcquire(n int64, h *held) bool {
 }
 
 func (f *floorParkGuardSem) release(h *held) {
-	if !h.guard.spent.CompareAndSwap(0, 1) {
-		panic("floorparkguard: released twice")
-	}
+	h.guard.end("floorparkguard")
 	f.floorParkSem.release(h)
 }
 
@@ -659,9 +664,7 @@ func (f *floorParkWordSem) tryAcquire(n int64, h *held) bool {
 }
 
 func (f *floorParkWordSem) release(h *held) {
-	if !h.guard.spent.CompareAndSwap(0, 1) {
-		panic("floorparkword: released twice")
-	}
+	h.guard.end("floorparkword")
 	if h.park == nil { // a parked acquire's record goes back under the lock
 		for {
 			old := f.word.Load()

@@ -7,7 +7,7 @@ import (
 )
 
 // TestMain fails the run if any test leaves a goroutine behind, so the
-// concurrent tests cannot hide a goroutine stuck in Release or Forget.
+// tests that hand tokens between goroutines cannot hide one left behind.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }

@@ -7,19 +7,14 @@
 // or ending the zero Token, is a caller bug and panics.
 package token
 
-import (
-	"go.uber.org/atomic"
-
-	"github.com/atomicsem/atomicsem/internal/hook"
-	"github.com/atomicsem/atomicsem/internal/mutant"
-)
+import "github.com/atomicsem/atomicsem/internal/mutant"
 
 // Owner is what a Token returns its permits to. Semaphore implementations
 // satisfy it; callers never need to.
 //
 // ReturnPermits makes n permits available again. ForgetPermits removes n
 // permits from circulation. Each is called at most once per token, with the
-// count the token was built with.
+// count the token was built with, which may be 0.
 type Owner interface {
 	ReturnPermits(n int64)
 	ForgetPermits(n int64)
@@ -39,19 +34,33 @@ type Owner interface {
 // same permits, and only the first copy to be ended would be stopped from
 // ending them again. go vet reports copies. Pass a *Token instead.
 //
-// Release and Forget are safe to call concurrently on one token: exactly one
-// call succeeds and the others panic without effect.
+// A Token belongs to one goroutine at a time, like any Go value not
+// documented as safe for concurrent use: it may be handed to another
+// goroutine (through a channel, say) and ended there, but it must not be
+// ended by two goroutines at once. That is a data race, which the race
+// detector reports. The guard that catches a second end is a plain field,
+// so that ending a token costs no atomic instruction beyond the semaphore's
+// own.
 type Token struct {
 	_     noCopy
 	owner Owner
 	n     int64
-	spent atomic.Bool
+	state state
 }
+
+// state is where a Token is in its life.
+type state uint8
+
+const (
+	zero  state = iota // the zero Token: issued by nobody
+	live               // issued and not yet ended
+	spent              // released or forgotten
+)
 
 // New returns a live token for n permits held from owner. It is meant for
 // semaphore implementations; the token gives its permits back only to owner.
 func New(owner Owner, n int64) Token {
-	return Token{owner: owner, n: n}
+	return Token{owner: owner, n: n, state: live}
 }
 
 // Release gives the token's permits back to the semaphore that issued it,
@@ -59,14 +68,20 @@ func New(owner Owner, n int64) Token {
 // Permits returns 0.
 //
 // It is a run-time error to call Release or Forget again on a spent token, or
-// on the zero Token; the panic leaves the semaphore unchanged.
+// on the zero Token; the panic, an error whose message begins "token: ",
+// leaves the semaphore unchanged.
 //
 // Memory ordering: Release synchronizes before the return of the acquire
 // that obtains the released permits.
 func (t *Token) Release() {
-	if t.end("Release") {
-		t.owner.ReturnPermits(t.n)
+	if t.state != live {
+		panic(releaseMisuse(t.state))
 	}
+	t.state = spent
+	if mutant.Active == mutant.DoubleRelease {
+		t.state = live // fault for scripts/mutants.sh: the token can end again
+	}
+	t.owner.ReturnPermits(t.n)
 }
 
 // Forget drops the token's permits for good: they are neither held nor
@@ -75,39 +90,45 @@ func (t *Token) Release() {
 // TryRelease or SetLimit on the semaphore.
 //
 // It is a run-time error to call Release or Forget again on a spent token, or
-// on the zero Token; the panic leaves the semaphore unchanged.
+// on the zero Token; the panic, an error whose message begins "token: ",
+// leaves the semaphore unchanged.
 func (t *Token) Forget() {
-	if t.end("Forget") {
-		t.owner.ForgetPermits(t.n)
+	if t.state != live {
+		panic(forgetMisuse(t.state))
 	}
+	t.state = spent
+	if mutant.Active == mutant.DoubleRelease {
+		t.state = live // fault for scripts/mutants.sh: the token can end again
+	}
+	t.owner.ForgetPermits(t.n)
 }
 
 // Permits returns the number of permits the token holds: the number acquired
 // while the token is live, 0 once it has been released or forgotten, and 0
 // for the zero Token.
 func (t *Token) Permits() int64 {
-	if t.owner == nil || t.spent.Load() {
+	if t.state != live {
 		return 0
 	}
 	return t.n
 }
 
-// end marks the token spent and reports whether it holds permits to hand
-// back. It panics, changing nothing, if the token was already spent or is the
-// zero Token.
-func (t *Token) end(op string) bool {
-	if t.owner == nil {
-		panic("token: " + op + " called on the zero Token")
+// releaseMisuse and forgetMisuse are what Release and Forget panic with: the
+// state of the token they were called on. They build their message only when
+// it is printed, which keeps both methods small enough to be inlined.
+type (
+	releaseMisuse state
+	forgetMisuse  state
+)
+
+func (m releaseMisuse) Error() string { return misuseMessage("Release", state(m)) }
+func (m forgetMisuse) Error() string  { return misuseMessage("Forget", state(m)) }
+
+func misuseMessage(op string, s state) string {
+	if s == zero {
+		return "token: " + op + " called on the zero Token"
 	}
-	hook.At(hook.BeforeTokenChange)
-	if mutant.Active == mutant.DoubleRelease {
-		t.spent.Store(true) // fault for scripts/mutants.sh: no check
-		return t.n > 0
-	}
-	if !t.spent.CompareAndSwap(false, true) {
-		panic("token: " + op + " called on a token that was already released or forgotten")
-	}
-	return t.n > 0
+	return "token: " + op + " called on a token that was already released or forgotten"
 }
 
 // noCopy makes go vet's copylocks check report copies of a Token.

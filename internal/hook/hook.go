@@ -1,7 +1,8 @@
 // Package hook names the points in the semaphore's code where a test may
 // interleave other goroutines: between the load of the state word and its
 // compare-and-swap, between queueing a waiter and parking it, between a
-// waiter's wake-up and its return, and before a token changes state.
+// waiter's wake-up and its return, and before a dispatch takes the queue
+// lock.
 //
 // In normal builds At is an empty function that the compiler removes. Built
 // with the tag atomicsem_hooks, At calls the function installed by Set, so a
@@ -19,9 +20,6 @@ const (
 	BeforePark
 	// AfterWake sits after a waiter is woken and before it returns.
 	AfterWake
-	// BeforeTokenChange sits before a token is marked released or
-	// forgotten.
-	BeforeTokenChange
 	// BeforeDispatch sits after an operation saw parked waiters and before
 	// it takes the queue lock to serve them.
 	BeforeDispatch
@@ -30,11 +28,10 @@ const (
 )
 
 var siteNames = [numSites]string{
-	BeforeCAS:         "BeforeCAS",
-	BeforePark:        "BeforePark",
-	AfterWake:         "AfterWake",
-	BeforeTokenChange: "BeforeTokenChange",
-	BeforeDispatch:    "BeforeDispatch",
+	BeforeCAS:      "BeforeCAS",
+	BeforePark:     "BeforePark",
+	AfterWake:      "AfterWake",
+	BeforeDispatch: "BeforeDispatch",
 }
 
 // String returns the site's name.
