@@ -77,6 +77,21 @@ func BenchmarkDirect(b *testing.B) {
 		})
 	}
 	for _, op := range []string{"acquire", "tryacquire"} {
+		// floorcas, like floor, has one path for both.
+		b.Run("impl=floorcas/op="+op, func(b *testing.B) {
+			f, h := &floorCASSem{}, new(held)
+			f.v.Store(1)
+			b.ReportAllocs()
+			defer measureCPU(b)()
+			for i := 0; i < b.N; i++ {
+				if !f.tryAcquire(1, h) {
+					b.Fatal("floorcas failed on a free semaphore")
+				}
+				f.release(h)
+			}
+		})
+	}
+	for _, op := range []string{"acquire", "tryacquire"} {
 		// floor has one path for both.
 		b.Run("impl=floor/op="+op, func(b *testing.B) {
 			f, h := &floorSem{}, new(held)

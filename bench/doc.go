@@ -1,8 +1,9 @@
 // Package bench holds the benchmark suite that compares atomicsem with
 // other ways to bound concurrency: golang.org/x/sync/semaphore, a buffered
 // channel, a mutex with a condition variable, a bare sync.Mutex, a bare
-// one-word compare-and-swap counter (the floor any one-word design can
-// reach), and mutex-guarded FIFO queues of waiters each parked on a channel
+// one-word counter taken by compare-and-swap and returned by an atomic add
+// (the floor any one-word design can reach) or by compare-and-swap too (the
+// floor of a word changed only by compare-and-swap), and mutex-guarded FIFO queues of waiters each parked on a channel
 // of its own: bare, with the token's guard, and with that and a state word
 // that lets arrivals pass the lock by while nobody waits (the floors of
 // hand-off to such waiters).

@@ -88,6 +88,11 @@ var impls = map[string]impl{
 		f.v.Store(limit)
 		return f
 	}},
+	"floorcas": {"floorcas", func(limit, _ int64) sem {
+		f := &floorCASSem{}
+		f.v.Store(limit)
+		return f
+	}},
 	"floorpark": {"floorpark", func(limit, _ int64) sem {
 		return &floorParkSem{count: limit}
 	}},
@@ -321,6 +326,21 @@ func (f *floorSem) tryAcquire(n int64, h *held) bool {
 }
 
 func (f *floorSem) release(h *held) { f.v.Add(h.n) }
+
+// floorCASSem is floorSem with a release that is a compare-and-swap loop
+// too (load, add, CAS) rather than an atomic add: the floor of a one-word
+// semaphore whose word changes only by compare-and-swap, as atomicsem's
+// does. It differs from floor by the load before the release's CAS.
+type floorCASSem struct{ floorSem }
+
+func (f *floorCASSem) release(h *held) {
+	for {
+		old := f.v.Load()
+		if f.v.CompareAndSwap(old, old+h.n) {
+			return
+		}
+	}
+}
 
 // floorGuardSem is floorSem plus what a guard that refuses a second release
 // costs at the least: a flag per acquire, written fresh when the permits are

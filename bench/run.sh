@@ -45,7 +45,7 @@ echo "### every benchmark, one column per implementation (base: the first)"
 echo
 echo "### fast paths against the floor"
 "${BENCHSTAT[@]}" -filter '.name:/^(Uncontended|Direct|Parallel)$/' \
-	-col '/impl@(floor atomicsem atomicsem-barging xsync chan mutex)' "$raw" || true
+	-col '/impl@(floor floorcas atomicsem atomicsem-barging xsync chan mutex)' "$raw" || true
 echo
 echo "### queue length: one column per parked count"
 "${BENCHSTAT[@]}" -filter '.name:QueueLen' -col /parked "$raw" || true

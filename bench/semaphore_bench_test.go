@@ -13,7 +13,7 @@ import (
 
 // Most cases run these, in this column order.
 var (
-	everyone = []string{"atomicsem", "atomicsem-barging", "xsync", "chan", "mutex", "floor", "floorguard"}
+	everyone = []string{"atomicsem", "atomicsem-barging", "xsync", "chan", "mutex", "floor", "floorcas", "floorguard"}
 	parkers  = []string{"atomicsem", "atomicsem-barging", "xsync", "chan", "mutex", "floorpark"}
 )
 
