@@ -17,7 +17,11 @@ import (
 // failed CAS means the word moved under the walk, and everything is decided
 // again from a fresh load. So a dispatch changes the word once however many
 // waiters it serves, and a release in FIFO mode that finds eligible set
-// returns its permits and hands them on in that same change.
+// returns its permits and hands them on in that same change. When that
+// hand-off leaves the word exactly as it was (the usual case under
+// contention: one permit back, one waiter granted it), nothing is written:
+// in FIFO mode the eligible flag keeps every other writer off the word
+// (invariant I8), so there is nothing for a CAS to confirm.
 //
 // The walk: a waiter that asks for more than the limit is passed over (no
 // release can serve it, so it must not hold back others, and it keeps its
@@ -43,27 +47,37 @@ type dispatchPlan struct {
 	starved bool  // the waiter that stopped the walk waited past the bound
 }
 
-// serve takes mu and calls serveLocked. It also puts rec, the record of a
-// granted waiter whose permits come back, on the free list; rec may be nil.
-func (s *Semaphore) serve(change transition, arg int64, rec *waiter) bool {
+// serve takes mu and calls serveLocked: a move of the limit while waiters
+// are queued.
+func (s *Semaphore) serve(change transition, arg int64) bool {
+	hook.At(hook.BeforeDispatch)
+	s.mu.Lock()
+	ok := s.serveLocked(change, arg)
+	s.mu.Unlock()
+	return ok
+}
+
+// handBack takes mu, returns n held permits and serves the queue with them,
+// and reports whether n were held. It also puts rec, the record of a granted
+// waiter whose permits come back, on the free list; rec may be nil.
+func (s *Semaphore) handBack(n int64, rec *waiter) bool {
 	hook.At(hook.BeforeDispatch)
 	s.mu.Lock()
 	if rec != nil {
 		s.free.putLocked(rec)
 	}
-	ok := s.serveLocked(change, arg)
+	ok := s.releaseLocked(n)
 	s.mu.Unlock()
 	return ok
 }
 
 // dispatchLocked serves the queue with the permits available now. It
 // requires that s.mu is held.
-func (s *Semaphore) dispatchLocked() { s.serveLocked(state.Word.Release, 0) }
+func (s *Semaphore) dispatchLocked() { s.releaseLocked(0) }
 
-// serveLocked applies change(word, arg) and serves the queue with the
-// permits and the limit that result, in one CAS; change is a release of the
-// permits a token returns (Release with 0 for none), or a move of the
-// limit. It reports whether change accepted the word. It requires that
+// serveLocked applies change(word, arg), a move of the limit, and serves
+// the queue with the permits and the limit that result, in one change of
+// the word. It reports whether change accepted the word. It requires that
 // s.mu is held.
 func (s *Semaphore) serveLocked(change transition, arg int64) bool {
 	for {
@@ -72,35 +86,80 @@ func (s *Semaphore) serveLocked(change transition, arg int64) bool {
 		if !ok {
 			return false
 		}
-		plan := s.walkLocked(base, false)
-		new := s.settle(base, plan)
-		if plan.served == 0 && new == old {
-			return true // nothing to do
+		if s.commitLocked(old, base) {
+			return true
 		}
-		// Even when new == old (a hand-off of exactly what came back),
-		// the CAS is what confirms that the walk saw the current word.
-		hook.At(hook.BeforeCAS)
-		if !s.cas(old, new) {
-			continue // the word moved: decide again
-		}
-		// Stats must not count a waiter that may already have returned.
-		s.queued.Sub(plan.served)
-		s.walkLocked(base, true)
-		return true
 	}
 }
 
-// walkLocked walks the queue as base allows and returns what it decided.
-// With wake set it also carries the decision out: takes the served waiters
-// off the queue and wakes them, which must wait until the word says so.
-// Given the same base and queue, both walks decide the same. It requires
-// that s.mu is held.
-func (s *Semaphore) walkLocked(base state.Word, wake bool) (plan dispatchPlan) {
+// releaseLocked is serveLocked for the return of n held permits (0 for
+// none). It calls state.Word.Release directly rather than through a
+// transition, so that the compiler inlines it: this runs on every
+// hand-off. It requires that s.mu is held.
+func (s *Semaphore) releaseLocked(n int64) bool {
+	for {
+		old := s.load()
+		base, ok := old.Release(n)
+		if !ok {
+			return false
+		}
+		if s.commitLocked(old, base) {
+			return true
+		}
+	}
+}
+
+// commitLocked serves the queue as base allows, base being old, a word
+// loaded under mu, with an operation's change applied; then it installs
+// the outcome in place of old and wakes the waiters served. It reports
+// false, having changed nothing, if the word moved since old was loaded.
+// It requires that s.mu is held.
+func (s *Semaphore) commitLocked(old, base state.Word) bool {
+	var plan dispatchPlan
+	s.walkLocked(base, false, &plan)
+	new := s.settle(base, &plan)
+	if plan.served == 0 && new == old {
+		return true // nothing to do
+	}
+	// A hand-off of exactly what came back leaves the word as it was.
+	// The CAS would then only confirm that the walk saw the current word,
+	// which the word itself already guarantees while it shuts out every
+	// writer but the lock's holder (I8); otherwise the CAS is what
+	// confirms it.
+	hook.At(hook.BeforeCAS)
+	if (new != old || !s.onlyLockWritesLocked(old)) && !s.cas(old, new) {
+		return false // the word moved: decide again
+	}
+	s.queued -= plan.served
+	s.walkLocked(base, true, &plan)
+	return true
+}
+
+// onlyLockWritesLocked reports whether old, the current word as loaded
+// under mu, stops every lock-free writer (invariant I8): in FIFO mode the
+// eligible flag does, since it stops the fast path's acquires and sends
+// releases to the queue, and limit changes come to the lock while anyone
+// is queued at all. So while mu is held and the word shows it, the word
+// cannot change. In barging mode arrivals take permits lock-free beside
+// eligible waiters, so it is always false there. It requires that s.mu is
+// held.
+func (s *Semaphore) onlyLockWritesLocked(old state.Word) bool {
+	return !s.barging() && old.Eligible()
+}
+
+// walkLocked walks the queue as base allows and writes what it decided to
+// plan, which it expects zeroed. With wake set it also carries the
+// decision out: takes the served waiters off the queue and wakes them,
+// which must wait until the word says so. Given the same base and queue,
+// both walks decide the same. The plan is passed by pointer because a
+// returned one is copied through the stack, and that copy showed in
+// profiles of the hand-off. It requires that s.mu is held.
+func (s *Semaphore) walkLocked(base state.Word, wake bool, plan *dispatchPlan) {
 	if base.Closed() {
-		return plan // Close has failed everyone queued
+		return // Close has failed everyone queued
 	}
 	if s.wants.smallest(&s.queue) > base.Total() {
-		return plan // every waiter asks for more than the limit
+		return // every waiter asks for more than the limit
 	}
 	handOff := !s.barging() || base.Starving()
 	free := base.Count()
@@ -113,7 +172,7 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool) (plan dispatchPlan) {
 		case free < want:
 			plan.stopped = true
 			plan.starved = !wake && s.waitedTooLong(w)
-			return plan
+			return
 		}
 		free -= want
 		plan.served++
@@ -132,14 +191,13 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool) (plan dispatchPlan) {
 		}
 		w = next
 	}
-	return plan
 }
 
 // settle returns base with the plan's permits granted and its flags
 // rebuilt. It requires that s.mu is held.
-func (s *Semaphore) settle(base state.Word, plan dispatchPlan) state.Word {
+func (s *Semaphore) settle(base state.Word, plan *dispatchPlan) state.Word {
 	new := base.WithHeld(base.Held() + plan.granted)
-	queued := plan.served < s.queued.Load()
+	queued := plan.served < s.queued
 	starving := (base.Starving() && !plan.fresh) || plan.starved
 	return new.WithQueue(queued, plan.stopped, starving)
 }

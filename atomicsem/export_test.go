@@ -26,6 +26,13 @@ func QueueFlagsError(s *Semaphore) string {
 	return w.CheckInvariants()
 }
 
+// WordStats returns the fields of Stats that come from the state word,
+// leaving Waiters zero, without the queue lock that Stats takes: for a test
+// that has stopped a goroutine at a hook while it holds the lock.
+func WordStats(s *Semaphore) Stats {
+	return s.statsOf(s.load(), 0)
+}
+
 // LockQueue takes the semaphore's queue lock and returns the function that
 // releases it, so that a test can show that a call does not need it.
 func LockQueue(s *Semaphore) (unlock func()) {

@@ -85,15 +85,14 @@ type Semaphore struct {
 	// word is the packed state (see internal/state). It comes first so that it is
 	// 64-bit aligned on 32-bit platforms.
 	word atomic.Uint64
-	// queued is the queue length, written under mu, read by Stats. It
-	// comes right after word so that it is 64-bit aligned too: the 64-bit
-	// atomics of go.uber.org/atomic fault on an unaligned field on 32-bit
-	// platforms.
-	queued atomic.Int64
 
 	mu    sync.Mutex
 	queue waitQueue // guarded by mu
 	wants wantIndex // the smallest request queued; guarded by mu
+	// queued is the queue's length, for Stats; guarded by mu. It is a
+	// plain field, not an atomic one that Stats could read without the
+	// lock: that would cost two locked instructions per parked Acquire.
+	queued int64
 
 	free waiterFreeList // recycled waiter records
 
@@ -313,17 +312,26 @@ type Stats struct {
 	Closed    bool
 }
 
-// Stats returns a snapshot of the semaphore. Available, Held, Limit, Max and
-// Closed come from one load of the state word, so they are consistent with
-// each other; Waiters is read just after it.
+// Stats returns a snapshot of the semaphore, taken under the queue lock:
+// Available, Held, Limit, Max and Closed come from one load of the state
+// word, so they are consistent with each other, and Waiters is the length of
+// the queue at that moment. It waits for the lock as a parking Acquire does,
+// briefly; it is meant for monitoring and tests, not for a hot path.
 func (s *Semaphore) Stats() Stats {
-	w := s.load()
+	s.mu.Lock()
+	st := s.statsOf(s.load(), s.queued)
+	s.mu.Unlock()
+	return st
+}
+
+// statsOf decodes w into a Stats with the given number of waiters.
+func (s *Semaphore) statsOf(w state.Word, waiters int64) Stats {
 	return Stats{
 		Available: w.Count(),
 		Held:      w.Held(),
 		Limit:     w.Total(),
 		Max:       w.Max(),
-		Waiters:   int(s.queued.Load()),
+		Waiters:   int(waiters),
 		Closed:    w.Closed(),
 	}
 }
@@ -345,7 +353,7 @@ func (s *Semaphore) changeLimit(change transition, arg int64) bool {
 			return false
 		}
 		if old.Queued() && mutant.Active != mutant.LimitLockFree {
-			return s.serve(change, arg, nil)
+			return s.serve(change, arg)
 		}
 		hook.At(hook.BeforeCAS)
 		if s.cas(old, new) {
@@ -468,7 +476,7 @@ func (s *Semaphore) cancelLocked(w *waiter) {
 			return // fault: the granted permits are dropped
 		}
 		// Return the permits and serve the queue with them in one CAS.
-		s.serveLocked(state.Word.Release, w.want())
+		s.releaseLocked(w.want())
 		return
 	case woken:
 		// The wake-up was meant for w; pass it on.
@@ -566,7 +574,7 @@ func (s *Semaphore) enqueueLocked(w *waiter, requeue bool) {
 	} else {
 		s.queue.pushBack(w)
 	}
-	s.queued.Inc()
+	s.queued++
 }
 
 // removeLocked takes w off the queue. The queue flags may then say more
@@ -577,7 +585,7 @@ func (s *Semaphore) enqueueLocked(w *waiter, requeue bool) {
 func (s *Semaphore) removeLocked(w *waiter) {
 	s.queue.remove(w)
 	s.wants.removed(w.want())
-	s.queued.Dec()
+	s.queued--
 }
 
 // owner is the semaphore as its tokens see it. The type is unexported, so no
@@ -660,7 +668,7 @@ func (s *Semaphore) returnSlow(n int64, rec *waiter) {
 		if !s.barging() || old.Starving() {
 			// Hand-off: the front waiters get the permits in the same
 			// step that returns them.
-			if !s.serve(state.Word.Release, n, rec) {
+			if !s.handBack(n, rec) {
 				panic(errReturnExceedsHeld)
 			}
 			return
@@ -669,7 +677,7 @@ func (s *Semaphore) returnSlow(n int64, rec *waiter) {
 		// front waiters to compete for them.
 		hook.At(hook.BeforeCAS)
 		if s.cas(old, new) {
-			s.serve(state.Word.Release, 0, rec)
+			s.handBack(0, rec)
 			return
 		}
 	}

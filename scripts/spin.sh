@@ -89,6 +89,7 @@ echo "-- clean configurations (must verify)"
 run pass
 run pass CLIENT1_ROUNDS=2
 run pass MAXP=2 INIT=1
+run pass WANT0=1 INIT=1
 run pass WITH_CLOSE
 run pass WITH_CLOSE CLIENT1_ROUNDS=2
 if [[ ${SPIN_LONG:-} == 1 ]]; then
@@ -97,12 +98,14 @@ if [[ ${SPIN_LONG:-} == 1 ]]; then
 fi
 
 echo "-- negative controls (must be caught)"
-run fail BUG_SKIP_WAKE
+run fail:I8_only_lock_writes BUG_SKIP_WAKE
+run fail:W_no_lost_wakeup NO_I8 BUG_SKIP_WAKE
 run fail BUG_NO_CANCEL_NOTIFY
 run fail BUG_LOSE_ON_CANCEL
 run fail BUG_NONATOMIC
 run fail BUG_NO_SKIP
 run fail BUG_OVERTAKE
+run fail:F_fifo NO_I8 BUG_OVERTAKE
 run fail WITH_CLOSE BUG_DROP_CLOSED
 run fail BUG_ELIGIBLE_NOT_SET
 run fail BUG_ELIGIBLE_IS_QUEUED
@@ -110,15 +113,16 @@ run fail BUG_LIMIT_LOCKFREE
 run fail BUG_LIMIT_DISPATCH_AFTER
 run fail BUG_LIMIT_CHECKS_ELIGIBLE
 # The faults that concern the queue flags again, with I6 (the flags match the
-# queue) turned off: each must still leave a waiter asleep (W) or let an
-# arrival overtake one (F), not only set a flag wrongly.
-run fail:'W_no_lost_wakeup|F_fifo' NO_I6 BUG_NO_CANCEL_NOTIFY
-run fail:'W_no_lost_wakeup|F_fifo' NO_I6 BUG_NO_SKIP
-run fail:'W_no_lost_wakeup|F_fifo' NO_I6 BUG_ELIGIBLE_NOT_SET
-run fail:'W_no_lost_wakeup|F_fifo' NO_I6 BUG_ELIGIBLE_IS_QUEUED
-run fail:'W_no_lost_wakeup|F_fifo' NO_I6 BUG_LIMIT_LOCKFREE
-run fail:'W_no_lost_wakeup|F_fifo' NO_I6 BUG_LIMIT_DISPATCH_AFTER
-run fail:'W_no_lost_wakeup|F_fifo' NO_I6 BUG_LIMIT_CHECKS_ELIGIBLE
+# queue) and I8 (no lock-free write while eligible is set) turned off: each
+# must still leave a waiter asleep (W) or let an arrival overtake one (F),
+# not only set a flag wrongly.
+run fail:'W_no_lost_wakeup|F_fifo' NO_I6 NO_I8 BUG_NO_CANCEL_NOTIFY
+run fail:'W_no_lost_wakeup|F_fifo' NO_I6 NO_I8 BUG_NO_SKIP
+run fail:'W_no_lost_wakeup|F_fifo' NO_I6 NO_I8 BUG_ELIGIBLE_NOT_SET
+run fail:'W_no_lost_wakeup|F_fifo' NO_I6 NO_I8 BUG_ELIGIBLE_IS_QUEUED
+run fail:'W_no_lost_wakeup|F_fifo' NO_I6 NO_I8 BUG_LIMIT_LOCKFREE
+run fail:'W_no_lost_wakeup|F_fifo' NO_I6 NO_I8 BUG_LIMIT_DISPATCH_AFTER
+run fail:'W_no_lost_wakeup|F_fifo' NO_I6 NO_I8 BUG_LIMIT_CHECKS_ELIGIBLE
 
 echo "-- reachability probes (must be refuted)"
 run fail REACH_DEBT
@@ -128,6 +132,7 @@ run fail WITH_CLOSE REACH_CLOSE_PARKED
 run fail REACH_QUEUED_NOT_ELIGIBLE
 run fail REACH_PASS_OVERSIZED
 run fail REACH_LIMIT_GRANTS
+run fail WANT0=1 INIT=1 REACH_SKIP_CAS
 
 if ((failures > 0)); then
 	echo "spin: $failures run(s) did not give the expected verdict"

@@ -26,6 +26,9 @@
  *   F   FIFO: an arrival never takes permits while a waiter that the limit
  *       admits is queued and not yet granted (one above the limit may be
  *       passed: no release could serve it)
+ *   I8  while the word shows eligible, only the holder of the lock changes
+ *       it: checked at every lock-free CAS, and where a dispatch relies on
+ *       it to skip its CAS
  *
  * At the end every client must hold nothing, the queue must be empty with
  * both queue flags clear, held == 0, and every event must be clear. A
@@ -57,7 +60,8 @@
  *                         eligible is set, not whenever queued is
  * Every BUG_ variant must make pan report an error; scripts/spin.sh checks.
  * NO_I6 turns off the flag invariant I6, to show that a control that
- * breaks it also breaks W or F: a waiter left asleep or overtaken.
+ * breaks it also breaks W or F: a waiter left asleep or overtaken; NO_I8
+ * turns off I8 with it, for the controls that write the word lock-free.
  *
  * Reachability probes, which must fail too, show that the clean runs reach
  * the situations the invariants are about:
@@ -72,6 +76,8 @@
  *                         (by F, one above the limit)
  *   REACH_LIMIT_GRANTS    a limit change, served under the lock, grants a
  *                         waiter in its CAS
+ *   REACH_SKIP_CAS        a dispatch skips its CAS (a hand-off of exactly
+ *                         what came back)
  */
 
 #define NC 3            /* clients; the monitor's macros are written for 3 */
@@ -80,6 +86,9 @@
 #endif
 #ifndef INIT
 #define INIT 2          /* initial limit: total = count = INIT, held 0 */
+#endif
+#ifndef WANT0
+#define WANT0 2         /* client 0's request; 1 makes every request 1 */
 #endif
 #ifndef CLIENT1_ROUNDS
 #define CLIENT1_ROUNDS 1  /* 2: client 1 acquires twice, reusing its event */
@@ -179,7 +188,7 @@ byte finished;          /* processes done */
  * "assertion violated (W_no_lost_wakeup||...". */
 hidden byte I1_total_le_max, I2_held_le_max, I3_eligible_implies_queued;
 hidden byte I4_held_matches_tokens, I5_closed_stays, I6_queue_flags;
-hidden byte W_no_lost_wakeup, F_fifo, PROBE_reached;
+hidden byte W_no_lost_wakeup, F_fifo, I8_only_lock_writes, PROBE_reached;
 
 active proctype monitor()
 {
@@ -203,10 +212,12 @@ end:
  * that takes the lock after the change does, and that run is explored. */
 inline unlock() { mu = 0 }
 
-/* cas(old, nw, g, gv, arrive): Semaphore.cas. On success the ghost slot g is
- * set to gv in the same step. An arrival (an acquire not served by dispatch)
- * also checks F against the word it replaced. */
-inline cas(old, nw, g, gv, arrive)
+/* cas(old, nw, g, gv, arrive, lockfree): Semaphore.cas. On success the
+ * ghost slot g is set to gv in the same step. An arrival (an acquire not
+ * served by dispatch) also checks F against the word it replaced, and a
+ * caller that does not hold mu checks I8: it never replaces a word that
+ * shows eligible. */
+inline cas(old, nw, g, gv, arrive, lockfree)
 {
 #ifdef BUG_NONATOMIC
 	if
@@ -222,6 +233,9 @@ inline cas(old, nw, g, gv, arrive)
 		if
 		:: word == old ->
 			assert(F_fifo || !arrive || !BLOCKS(old));
+#ifndef NO_I8
+			assert(I8_only_lock_writes || !lockfree || !ELIGIBLE(old));
+#endif
 #ifdef REACH_PASS_OVERSIZED
 			assert(PROBE_reached || !arrive || !PARKED);
 #endif
@@ -390,14 +404,28 @@ inline wakeServed()
 	i = 0; j = 0; w = 0; mask = 0; k = 0
 }
 
-/* serveRest: serveLocked after its first load: CAS, and on failure decide
- * again from a fresh load; wake the served waiters only after the CAS
- * succeeds. Requires mu. */
+/* serveRest: serveLocked after its first load (commitLocked): CAS, and on
+ * failure decide again from a fresh load; wake the served waiters only after
+ * the CAS succeeds. A dispatch that leaves the word as it was, while the
+ * word shows eligible, skips the CAS: no lock-free writer may change such a
+ * word (I8), so it must still be old, and the grant takes effect there, in
+ * the step that wakes the waiters. Requires mu. */
 inline serveRest(kind, c, n)
 {
 	do
 	:: idle -> break
-	:: !idle ->
+	:: !idle && nw == old && ELIGIBLE(old) ->
+#ifdef REACH_SKIP_CAS
+		assert(PROBE_reached);
+#endif
+		atomic {
+#ifndef NO_I8
+			assert(I8_only_lock_writes || word == old);
+#endif
+			grantGhost(c); wakeServed()
+		};
+		break
+	:: !idle && !(nw == old && ELIGIBLE(old)) ->
 		casServe(c);
 		if
 		:: ok -> atomic { wakeServed() }; break
@@ -468,7 +496,7 @@ inline updateRest(kind, c, n)
 		atomic { fits = false; old = 0; nw = 0 };
 		serve(kind, c, n); break
 	:: fits && !SERVES(kind, old) ->
-		cas(old, nw, c, 0, false);
+		cas(old, nw, c, 0, false, true);
 		if
 		:: ok ->
 #ifdef BUG_LIMIT_DISPATCH_AFTER
@@ -563,7 +591,7 @@ again:
 	atomic { busy++; fastLoad(n) }
 	do
 	:: fits ->
-		cas(old, WITHHELD(old, HELD(old) + n), me, n, true);
+		cas(old, WITHHELD(old, HELD(old) + n), me, n, true, true);
 		if
 		:: ok -> atomic { busy--; old = 0; fits = 0; ok = 0; goto holding }
 		:: else -> atomic { fastLoad(n) }
@@ -577,7 +605,7 @@ again:
 	do
 	:: CLOSED(old) -> atomic { unlock(); busy--; old = 0; nw = 0; fits = 0; goto failed }
 	:: !CLOSED(old) && fits ->
-		cas(old, WITHHELD(old, HELD(old) + n), me, n, true);
+		cas(old, WITHHELD(old, HELD(old) + n), me, n, true, false);
 		if
 		:: ok -> atomic { unlock(); busy--; old = 0; nw = 0; fits = 0; ok = 0; goto holding }
 		:: else -> atomic { takeLoad(n) }
@@ -586,7 +614,7 @@ again:
 		/* set the flags before queueing, under mu */
 		if
 		:: nw == old -> ok = true
-		:: else -> cas(old, nw, NOBODY, 0, false)
+		:: else -> cas(old, nw, NOBODY, 0, false, false)
 		fi;
 		if
 		:: ok -> break
@@ -695,8 +723,8 @@ proctype controller()
 init
 {
 	atomic {
-		wn[0] = 2; wn[1] = 1; wn[2] = 1;
-		run client(0, 2, 1, 0, 1);
+		wn[0] = WANT0; wn[1] = 1; wn[2] = 1;
+		run client(0, WANT0, 1, 0, 1);
 		run client(1, 1, 1, 1, CLIENT1_ROUNDS);
 		run client(2, 1, 0, 0, 1);
 		run controller()

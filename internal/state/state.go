@@ -41,6 +41,8 @@ import "github.com/atomicsem/atomicsem/internal/mutant"
 //	I6  with the queue lock free, queued is set iff the queue is non-empty,
 //	    and eligible iff a queued waiter asks for no more than total
 //	I7  starving is never set in FIFO mode
+//	I8  in FIFO mode, while eligible is set, only the holder of the queue
+//	    lock changes the word: every lock-free writer refuses such a word
 //
 // A transition that would break I1–I3 is refused (ok == false) and changes
 // nothing. Every transition rebuilds the word from decoded fields with the
