@@ -14,7 +14,8 @@ type Site uint8
 
 const (
 	// BeforeCAS sits between a load of the state word and the
-	// compare-and-swap that depends on it.
+	// compare-and-swap that depends on it, or, in a dispatch that
+	// needs no compare-and-swap, the step that commits its decision.
 	BeforeCAS Site = iota
 	// BeforePark sits after a waiter is queued and before it blocks.
 	BeforePark
