@@ -59,6 +59,18 @@ func (st *stopper) waitStop() hook.Site {
 	return s.site
 }
 
+// waitStopUnless is waitStop, unless done is closed first: then it reports
+// false, for a goroutine that finished without reaching the site.
+func (st *stopper) waitStopUnless(done <-chan struct{}) (hook.Site, bool) {
+	select {
+	case s := <-st.stopped:
+		st.held = append(st.held, s.resume)
+		return s.site, true
+	case <-done:
+		return 0, false
+	}
+}
+
 // resume lets the goroutine stopped longest go on.
 func (st *stopper) resume() { st.resumeAt(0) }
 
@@ -328,4 +340,74 @@ func TestScenarioBargingLoserRequeuesBehindOlderWaiterAboveLimit(t *testing.T) {
 		small.tok.Release()
 		require.Equal(t, atomicsem.Stats{Available: 2, Held: 0, Limit: 2, Max: 3}, s.Stats())
 	})
+}
+
+// Invariant I8: in FIFO mode, while the word shows that a queued waiter
+// fits under the limit (the eligible flag), only the holder of the queue
+// lock changes it. A hand-off that leaves the word as it was relies on it
+// and skips its compare-and-swap. Here the release that hands its permit
+// to the front waiter is stopped under the lock at that point, with a
+// second waiter still eligible, while every lock-free writer tries the
+// word: TryAcquire must refuse, and a token's Release and TryRelease must
+// wait for the lock. The word must not move until the hand-off commits.
+// (Real time rather than a synctest bubble: the writers block on the
+// mutex, which a bubble does not count as durably blocked.)
+func TestScenarioEligibleWordIsWrittenOnlyUnderTheLock(t *testing.T) {
+	s := mustNew(t, 2, 4)
+	a, b := mustTake(t, s, 1), mustTake(t, s, 1)
+	first := goAcquire(t.Context(), s, 1)
+	require.Eventually(t, func() bool { return s.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+	second := goAcquire(t.Context(), s, 1)
+	require.Eventually(t, func() bool { return s.Stats().Waiters == 2 }, 10*time.Second, time.Millisecond)
+	before := atomicsem.WordStats(s)
+	require.Equal(t, atomicsem.Stats{Available: 0, Held: 2, Limit: 2, Max: 4}, before)
+
+	// Stop the release at its commit, holding the lock: the first
+	// BeforeCAS after a dispatch began.
+	var dispatching atomic.Bool
+	var stops atomic.Int32
+	st := installStopper(t, func(site hook.Site) bool {
+		switch site {
+		case hook.BeforeDispatch:
+			dispatching.Store(true)
+		case hook.BeforeCAS:
+			return dispatching.Load() && stops.Inc() == 1
+		}
+		return false
+	})
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		a.Release()
+	}()
+	site, stopped := st.waitStopUnless(released)
+	require.True(t, stopped, "the release returned without handing its permit on under the lock")
+	require.Equal(t, hook.BeforeCAS, site)
+
+	_, ok := s.TryAcquire(1)
+	require.False(t, ok, "TryAcquire took a permit past an eligible waiter")
+	writers := make(chan string, 2)
+	go func() { b.Release(); writers <- "Release" }()
+	go func() { require.True(t, s.TryRelease(1)); writers <- "TryRelease" }()
+	time.Sleep(20 * time.Millisecond) // let them go as far as they can
+	require.Equal(t, before, atomicsem.WordStats(s), "the word changed while the hand-off held the lock")
+	select {
+	case w := <-writers:
+		t.Fatalf("%s finished while the hand-off held the lock", w)
+	default:
+	}
+
+	st.resume()
+	<-released
+	for range 2 {
+		<-writers
+	}
+	<-first.done
+	<-second.done
+	require.NoError(t, first.err)
+	require.NoError(t, second.err)
+	first.tok.Release()
+	second.tok.Release()
+	require.Equal(t, atomicsem.Stats{Available: 3, Held: 0, Limit: 3, Max: 4}, s.Stats())
+	require.Empty(t, atomicsem.QueueFlagsError(s))
 }
