@@ -71,6 +71,23 @@ func (st *stopper) waitStopUnless(done <-chan struct{}) (hook.Site, bool) {
 	}
 }
 
+// stopAtDispatchCAS installs a stopper that stops the first n word changes
+// (BeforeCAS) from the moment a dispatch begins, whichever goroutine makes
+// them.
+func stopAtDispatchCAS(t *testing.T, n int32) *stopper {
+	var dispatching atomic.Bool
+	var stops atomic.Int32
+	return installStopper(t, func(site hook.Site) bool {
+		switch site {
+		case hook.BeforeDispatch:
+			dispatching.Store(true)
+		case hook.BeforeCAS:
+			return dispatching.Load() && stops.Inc() <= n
+		}
+		return false
+	})
+}
+
 // resume lets the goroutine stopped longest go on.
 func (st *stopper) resume() { st.resumeAt(0) }
 
@@ -100,17 +117,7 @@ func TestScenarioGrantRacingCancelIsPassedOn(t *testing.T) {
 		// Stop the release in dispatch, between its load of the word and the
 		// CAS that grants first, and then at the next word change: first's
 		// cancellation handing the permit back.
-		var dispatching atomic.Bool
-		var casStops atomic.Int32
-		st := installStopper(t, func(site hook.Site) bool {
-			switch site {
-			case hook.BeforeDispatch:
-				dispatching.Store(true)
-			case hook.BeforeCAS:
-				return dispatching.Load() && casStops.Inc() <= 2
-			}
-			return false
-		})
+		st := stopAtDispatchCAS(t, 2)
 		released := make(chan struct{})
 		go func() {
 			defer close(released)
@@ -364,17 +371,7 @@ func TestScenarioEligibleWordIsWrittenOnlyUnderTheLock(t *testing.T) {
 
 	// Stop the release at its commit, holding the lock: the first
 	// BeforeCAS after a dispatch began.
-	var dispatching atomic.Bool
-	var stops atomic.Int32
-	st := installStopper(t, func(site hook.Site) bool {
-		switch site {
-		case hook.BeforeDispatch:
-			dispatching.Store(true)
-		case hook.BeforeCAS:
-			return dispatching.Load() && stops.Inc() == 1
-		}
-		return false
-	})
+	st := stopAtDispatchCAS(t, 1)
 	released := make(chan struct{})
 	go func() {
 		defer close(released)
