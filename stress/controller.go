@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// control moves the limit in alternating steady and moving phases until the
-// run's duration is up, and pauses the workload a few times on the way to
+// control moves the limit in steady and moving phases, in random order
+// with moving phases never ahead, until the run's duration is up, and pauses the workload a few times on the way to
 // check the semaphore at rest.
 func (r *runner) control(rng *rand.Rand) {
 	end := r.start.Add(r.cfg.duration)
@@ -28,7 +28,11 @@ func (r *runner) control(rng *rand.Rand) {
 		if r.pauses < pauses && phaseEnd.After(nextPause) {
 			phaseEnd = nextPause
 		}
-		if rng.IntN(2) == 0 {
+		// A coin decides, but moving phases never outnumber steady ones
+		// (the first is steady): a short run on a loaded machine must
+		// still hold the limit still often enough for the steady-limit
+		// check to run.
+		if rng.IntN(2) == 0 || r.movings >= r.steadies {
 			r.steadyPhase(rng, phaseEnd)
 		} else {
 			r.movingPhase(rng, phaseEnd)

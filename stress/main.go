@@ -8,11 +8,11 @@
 // TryAcquire) permits of mixed weights, hold a few tokens each, and release
 // or forget them; they also add permits with TryRelease. A controller moves
 // the limit all the while, throttling it (down to zero, below what tokens
-// hold) and unthrottling it (up to the maximum), in phases that alternate
-// between a moving limit and a limit held still. A few times during the run
-// the workload pauses so that the semaphore can be checked at rest, and a
-// checker parks a known queue of waiters and checks the order in which they
-// are granted. A prober races cancellations against grants on a side
+// hold) and unthrottling it (up to the maximum), in phases of a moving limit
+// and of a limit held still, in random order but never more of the first.
+// A few times during the run the workload pauses so that the semaphore can
+// be checked at rest, and a checker parks a known queue of waiters and
+// checks the order in which they are granted. A prober races cancellations against grants on a side
 // semaphore. At the end the semaphore is closed under load.
 //
 // While it runs, the command shows progress on one line rewritten in place
