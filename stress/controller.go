@@ -7,8 +7,9 @@ import (
 )
 
 // control moves the limit in steady and moving phases, in random order
-// with moving phases never ahead, until the run's duration is up, and pauses the workload a few times on the way to
-// check the semaphore at rest.
+// with moving phases never ahead, until the run's duration is up, and
+// pauses the workload a few times on the way to check the semaphore at
+// rest.
 func (r *runner) control(rng *rand.Rand) {
 	end := r.start.Add(r.cfg.duration)
 	// One pause per five seconds, and at least one, evenly spread.

@@ -12,8 +12,9 @@
 // and of a limit held still, in random order but never more of the first.
 // A few times during the run the workload pauses so that the semaphore can
 // be checked at rest, and a checker parks a known queue of waiters and
-// checks the order in which they are granted. A prober races cancellations against grants on a side
-// semaphore. At the end the semaphore is closed under load.
+// checks the order in which they are granted. A prober races cancellations
+// against grants on a side semaphore. At the end the semaphore is closed
+// under load.
 //
 // While it runs, the command shows progress on one line rewritten in place
 // (plain periodic lines when the output is not a terminal). It ends with a
