@@ -61,3 +61,12 @@ func FreeListError(s *Semaphore) string {
 	}
 	return ""
 }
+
+// ForceSpinning makes barging arrivals spin before they queue, as they do on
+// a machine with more than one CPU, until restore is called; for a test that
+// must see the spin on any machine.
+func ForceSpinning() (restore func()) {
+	old := multicore
+	multicore = true
+	return func() { multicore = old }
+}

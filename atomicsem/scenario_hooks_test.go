@@ -416,3 +416,51 @@ func TestScenarioEligibleWordIsWrittenOnlyUnderTheLock(t *testing.T) {
 	require.Equal(t, atomicsem.Stats{Available: 3, Held: 0, Limit: 3, Max: 4}, s.Stats())
 	require.Empty(t, atomicsem.QueueFlagsError(s))
 }
+
+// Bug shape: a barging arrival that finds the permits taken goes straight
+// to the queue lock, and from there to the queue, although the permits come
+// back a moment later on another core: with two Ps contending at limit 1,
+// an acquire then cost twice as much. It must spin first, and take permits
+// that come free meanwhile without the lock. The test holds the queue lock
+// for the whole scenario, so an arrival that waits for the lock cannot
+// return; it runs outside a synctest bubble, in which a goroutine blocked
+// on a sync.Mutex would stall synctest.Wait.
+func TestScenarioBargingArrivalSpinsForPermitsAboutToBeReleased(t *testing.T) {
+	t.Cleanup(atomicsem.ForceSpinning())
+	s := mustNew(t, 1, 1, atomicsem.WithBarging())
+	held := mustTake(t, s, 1)
+	var spins atomic.Int32
+	st := installStopper(t, func(site hook.Site) bool {
+		return site == hook.Spin && spins.Inc() == 1 // the first try only
+	})
+
+	unlock := atomicsem.LockQueue(s)
+	arrival := goAcquire(t.Context(), s, 1)
+	// giveUp ends the scenario if the arrival blocks on the lock.
+	giveUp := func(msg string) {
+		unlock()
+		if held.Permits() > 0 {
+			held.Release()
+		}
+		<-arrival.done
+		arrival.tok.Release()
+		t.Fatal(msg)
+	}
+	select {
+	case stop := <-st.stopped:
+		st.held = append(st.held, stop.resume)
+	case <-time.After(10 * time.Second):
+		giveUp("the arrival went to the queue lock without spinning")
+	}
+	held.Release() // no waiter is queued: a lock-free return
+	st.resume()
+	select {
+	case <-arrival.done:
+	case <-time.After(10 * time.Second):
+		giveUp("the arrival waited for the queue lock instead of taking the released permit")
+	}
+	unlock()
+	requireGranted(t, arrival, 1)
+	arrival.tok.Release()
+	require.Equal(t, atomicsem.Stats{Available: 1, Held: 0, Limit: 1, Max: 1}, s.Stats())
+}

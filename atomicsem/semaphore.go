@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"time"
 
@@ -66,7 +67,9 @@ var (
 // With WithBarging, arrivals may take free permits even while waiters are
 // parked, and a release wakes as many front waiters as the free permits
 // could serve, to compete for them instead of being handed them. This saves
-// a context switch per permit under contention. A woken waiter that loses
+// a context switch per permit under contention. An arrival that finds the
+// permits taken spins briefly before it queues, as sync.Mutex does, when
+// more than one CPU could be returning them. A woken waiter that loses
 // goes back to its place in arrival order. Once the waiter that a release
 // would serve next has waited longer than the starvation bound, the
 // semaphore turns to FIFO hand-off; it turns back when it grants a waiter
@@ -416,6 +419,9 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) (*waiter, error) {
 		}
 		return nil, nil
 	}
+	if s.barging() && s.spinFor(n) {
+		return nil, nil
+	}
 	s.mu.Lock()
 	took, err := s.takeOrQueueLocked(n, nil)
 	if took || err != nil {
@@ -430,6 +436,44 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) (*waiter, error) {
 	s.mu.Unlock()
 	return w, nil
 }
+
+// spinFor is a barging arrival's last try before the queue: while another
+// core may be about to return permits, it watches the word for n to come
+// free and takes them, as sync.Mutex spins before it parks. It gives up at
+// once on a closed semaphore, during hand-off, or if n is above the limit,
+// and otherwise after a few tries. With two Ps contending at limit 1 it
+// halved the cost of an acquire (docs/benchmarks.md, optimisation 13).
+func (s *Semaphore) spinFor(n int64) bool {
+	if !multicore || mutant.Active == mutant.NoSpin {
+		return false // on one CPU the holder of the permits cannot run meanwhile
+	}
+	for try := 0; try < spinTries; try++ {
+		hook.At(hook.Spin)
+		for range spinLoads {
+			old := s.load()
+			if old&s.block != 0 || n > old.Total() {
+				return false
+			}
+			if old.Count() >= n {
+				break
+			}
+		}
+		if s.takeFree(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// Spinning's budget: spinTries CAS attempts, each after at most spinLoads
+// loads of the word, the same order as sync.Mutex's four rounds of 30 pause
+// instructions. multicore is whether spinning can ever pay.
+const (
+	spinTries = 4
+	spinLoads = 30
+)
+
+var multicore = runtime.NumCPU() > 1
 
 // withdraw settles a parked waiter whose ctx is done.
 func (s *Semaphore) withdraw(ctx context.Context, w *waiter) (token.Token, error) {

@@ -1,8 +1,8 @@
 // Package hook names the points in the semaphore's code where a test may
 // interleave other goroutines: between the load of the state word and its
 // compare-and-swap, between queueing a waiter and parking it, between a
-// waiter's wake-up and its return, and before a dispatch takes the queue
-// lock.
+// waiter's wake-up and its return, before a dispatch takes the queue lock,
+// and in a barging arrival's spin.
 //
 // In normal builds At is an empty function that the compiler removes. Built
 // with the tag atomicsem_hooks, At calls the function installed by Set, so a
@@ -24,6 +24,9 @@ const (
 	// BeforeDispatch sits after an operation saw parked waiters and before
 	// it takes the queue lock to serve them.
 	BeforeDispatch
+	// Spin sits in a barging arrival's spin before the queue, at the start
+	// of each try.
+	Spin
 
 	numSites
 )
@@ -33,6 +36,7 @@ var siteNames = [numSites]string{
 	BeforePark:     "BeforePark",
 	AfterWake:      "AfterWake",
 	BeforeDispatch: "BeforeDispatch",
+	Spin:           "Spin",
 }
 
 // String returns the site's name.

@@ -52,6 +52,9 @@ const (
 	// arrival (barging mode) go back to the front of the queue instead of
 	// its place by arrival.
 	RequeueFront = "requeue_front"
+	// NoSpin makes a barging arrival that finds the permits taken go to
+	// the queue lock at once instead of spinning for them first.
+	NoSpin = "no_spin"
 )
 
 // All lists every fault. scripts/mutants.sh runs one per mutant_*.go file,
@@ -60,4 +63,5 @@ var All = []string{
 	NonAtomic, Stale, TryReleaseIgnoresHeld, SkipWake,
 	LoseOnCancel, NoCancelNotify, DoubleRelease, DropClosed,
 	EligibleNotSet, LimitLockFree, RecycleGranted, RequeueFront,
+	NoSpin,
 }
