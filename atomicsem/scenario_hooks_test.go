@@ -446,17 +446,16 @@ func TestScenarioBargingArrivalSpinsForPermitsAboutToBeReleased(t *testing.T) {
 		arrival.tok.Release()
 		t.Fatal(msg)
 	}
-	select {
-	case stop := <-st.stopped:
-		st.held = append(st.held, stop.resume)
-	case <-time.After(10 * time.Second):
+	timeout := make(chan struct{})
+	time.AfterFunc(10*time.Second, func() { close(timeout) })
+	if _, ok := st.waitStopUnless(timeout); !ok {
 		giveUp("the arrival went to the queue lock without spinning")
 	}
 	held.Release() // no waiter is queued: a lock-free return
 	st.resume()
 	select {
 	case <-arrival.done:
-	case <-time.After(10 * time.Second):
+	case <-timeout:
 		giveUp("the arrival waited for the queue lock instead of taking the released permit")
 	}
 	unlock()
