@@ -81,6 +81,16 @@ for f in 'Word.WithHeld' 'Word.Forget' 'Word.TryRelease' '(*Semaphore).cas' '(*S
 		clean_ok=0
 	fi
 done
+# A caller that imports atomicsem but not token must still get the token's
+# Release and Forget inlined: atomicsem's export data carries their bodies
+# (releaseToken and forgetToken in atomicsem/semaphore.go).
+inl=$(cd bench && go test -c -o /dev/null -gcflags=-m ./caller 2>&1)
+for f in 'token.(*Token).Release' 'token.(*Token).Forget'; do
+	if ! grep -qF "inlining call to $f" <<<"$inl"; then
+		echo "BROKEN    $f is no longer inlined into bench/caller, which imports only atomicsem"
+		clean_ok=0
+	fi
+done
 for tags in "" "atomicsem_hooks"; do
 	read -r verdict secs < <(tier "$tags" "$logs/clean.log")
 	printf '%-9s %-26s tags=%-16s %6ss\n' "$( [[ $verdict == pass ]] && echo CLEAN || echo BROKEN )" "(none)" "${tags:-(none)}" "$secs"
