@@ -17,4 +17,9 @@
 //
 // prints one column per implementation. run.sh runs the suite and prints
 // the tables; docs/benchmarks.md reports the figures and what they mean.
+//
+// The subpackage caller benchmarks atomicsem alone from a package that does
+// not import package token, as most callers do not: the suite's harness
+// imports it, and what a caller imports decides whether the compiler can
+// inline the token's Release there.
 package bench
