@@ -388,8 +388,8 @@ func (s *Semaphore) tokenFor(n int64) token.Token { return token.New((*owner)(s)
 // inlinable functions and of the functions these call. A caller that ends
 // the tokens Acquire returns but never names token.Token does not import
 // package token, so without these two (inlinable, calling Release and
-// Forget) its Release was a call; with them a TryAcquire+Release costs 12 % less
-// (docs/benchmarks.md, optimisation 14).
+// Forget) its Release was a call; with them a TryAcquire+Release costs
+// 12 % less (docs/benchmarks.md, optimisation 14).
 //
 //lint:ignore U1000 kept for the bodies they bring into the export data
 func releaseToken(t *token.Token) { t.Release() }
