@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/internal/state"
 )
 
 // BenchmarkDirect repeats the single-goroutine cases of BenchmarkUncontended
@@ -91,6 +92,34 @@ func BenchmarkDirect(b *testing.B) {
 			}
 		})
 	}
+	// tokencas is floorcas with atomicsem's call and token; wordcas adds
+	// atomicsem's word and its checks.
+	b.Run("impl=tokencas/op=tryacquire", func(b *testing.B) {
+		s := &tokenCAS{}
+		s.v.Store(1)
+		b.ReportAllocs()
+		defer measureCPU(b)()
+		for i := 0; i < b.N; i++ {
+			t, ok := s.tryAcquire(1)
+			if !ok {
+				b.Fatal("tokencas failed on a free semaphore")
+			}
+			t.Release()
+		}
+	})
+	b.Run("impl=wordcas/op=tryacquire", func(b *testing.B) {
+		s := &wordCAS{block: state.ClosedBit | state.EligibleBit}
+		s.word.Store(uint64(state.New(1, 1, 1)))
+		b.ReportAllocs()
+		defer measureCPU(b)()
+		for i := 0; i < b.N; i++ {
+			t, ok := s.tryAcquire(1)
+			if !ok {
+				b.Fatal("wordcas failed on a free semaphore")
+			}
+			t.Release()
+		}
+	})
 	for _, op := range []string{"acquire", "tryacquire"} {
 		// floor has one path for both.
 		b.Run("impl=floor/op="+op, func(b *testing.B) {
