@@ -68,18 +68,7 @@ func (e *AutoReset) TryWait() bool {
 // next waiter. A ctx that is already done fails at once, even if the event is
 // set.
 func (e *AutoReset) Wait(ctx context.Context) error {
-	done := ctx.Done()
-	select {
-	case <-done:
-		return ctx.Err()
-	default:
-	}
-	select {
-	case <-e.channel():
-		return nil
-	case <-done:
-		return ctx.Err()
-	}
+	return waitOn(ctx, e.channel())
 }
 
 // C returns the event's channel, for use in a select statement. A receive

@@ -11,6 +11,8 @@
 // so a release wakes one goroutine rather than a herd.
 package event
 
+import "context"
+
 // noCopy makes go vet's copylocks check report copies of an event: a copy
 // taken after first use shares the channel with the original, which no caller
 // means.
@@ -18,3 +20,21 @@ type noCopy struct{}
 
 func (*noCopy) Lock()   {}
 func (*noCopy) Unlock() {}
+
+// waitOn receives from ch and returns nil, or returns ctx.Err() if ctx is
+// done first. A ctx that is already done fails at once even if ch is ready:
+// a select with both cases ready picks one at random, so it is not asked.
+func waitOn(ctx context.Context, ch <-chan struct{}) error {
+	done := ctx.Done()
+	select {
+	case <-done:
+		return ctx.Err()
+	default:
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-done:
+		return ctx.Err()
+	}
+}

@@ -56,18 +56,7 @@ func (e *ManualReset) IsSet() bool {
 // if ctx is done first. A ctx that is already done fails at once, even if the
 // event is set.
 func (e *ManualReset) Wait(ctx context.Context) error {
-	done := ctx.Done()
-	select {
-	case <-done:
-		return ctx.Err()
-	default:
-	}
-	select {
-	case <-e.Done():
-		return nil
-	case <-done:
-		return ctx.Err()
-	}
+	return waitOn(ctx, e.Done())
 }
 
 // Done returns a channel that is closed when the event is set, for use in a
