@@ -22,8 +22,9 @@ func (*noCopy) Lock()   {}
 func (*noCopy) Unlock() {}
 
 // waitOn receives from ch and returns nil, or returns ctx.Err() if ctx is
-// done first. A ctx that is already done fails at once even if ch is ready:
-// a select with both cases ready picks one at random, so it is not asked.
+// done first. A ctx that is already done fails at once even if ch is ready,
+// so it is checked on its own first: a select with both cases ready would
+// pick one at random.
 func waitOn(ctx context.Context, ch <-chan struct{}) error {
 	done := ctx.Done()
 	select {
