@@ -74,6 +74,39 @@ func TestForgetThatLowersTheLimitBelowAWaiterLetsArrivalsPass(t *testing.T) {
 	})
 }
 
+// Bug shape: a release that hands its permit to the front waiter and leaves
+// behind it only a waiter above the limit. No queued waiter fits any more,
+// so the eligible flag must clear, even though the hand-off changes no
+// count; if it stayed set, every release and limit change would go to the
+// queue lock for nothing, and the flags would say something false.
+func TestHandOffThatLeavesOnlyAnOversizedWaiterClearsEligible(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		synctest.Test(t, func(t *testing.T) {
+			s := mustNew(t, 1, 4, opts...)
+			holder := mustTake(t, s, 1)
+			front := park(t, s, t.Context(), 1)
+			ctx, cancel := context.WithCancel(t.Context())
+			oversized := park(t, s, ctx, 2)
+			requireQueueFlags(t, s)
+
+			holder.Release()
+			synctest.Wait()
+			requireGranted(t, front, 1)
+			requireQueueFlags(t, s)
+
+			front.tok.Release()
+			tok, ok := s.TryAcquire(1)
+			require.True(t, ok, "a waiter above the limit held back an arrival: %+v", s.Stats())
+			tok.Release()
+			cancel()
+			synctest.Wait()
+			require.ErrorIs(t, oversized.err, context.Canceled)
+			requireQueueFlags(t, s)
+			require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 4}, s.Stats())
+		})
+	})
+}
+
 // The queue flags stay exact under a random concurrent mix of every
 // operation, including requests above the limit, cancellations and limit
 // changes in both directions. A checker takes the queue lock now and then

@@ -55,6 +55,10 @@ const (
 	// NoSpin makes a barging arrival that finds the permits taken go to
 	// the queue lock at once instead of spinning for them first.
 	NoSpin = "no_spin"
+	// HandOffKeepsEligible makes a FIFO release hand its permits to the
+	// front waiter without a walk of the queue even when nobody left behind
+	// it fits under the limit, so the eligible flag stays set.
+	HandOffKeepsEligible = "handoff_keeps_eligible"
 )
 
 // All lists every fault. scripts/mutants.sh runs one per mutant_*.go file,
@@ -63,5 +67,5 @@ var All = []string{
 	NonAtomic, Stale, TryReleaseIgnoresHeld, SkipWake,
 	LoseOnCancel, NoCancelNotify, DoubleRelease, DropClosed,
 	EligibleNotSet, LimitLockFree, RecycleGranted, RequeueFront,
-	NoSpin,
+	NoSpin, HandOffKeepsEligible,
 }
