@@ -132,7 +132,8 @@ func (s *Semaphore) releaseLocked(n int64) bool {
 // install. It requires that s.mu is held.
 func (s *Semaphore) handOffFrontLocked(old state.Word, n int64) bool {
 	front := s.queue.head
-	if s.barging() || old.Count() != 0 || front == nil || front.want() != n ||
+	somethingFree := old.Count() != 0 && mutant.Active != mutant.HandOffIgnoresFree
+	if s.barging() || somethingFree || front == nil || front.want() != n ||
 		front.next == nil {
 		return false
 	}

@@ -107,6 +107,37 @@ func TestHandOffThatLeavesOnlyAnOversizedWaiterClearsEligible(t *testing.T) {
 	})
 }
 
+// Bug shape: a release that hands its permits to the front waiter as if
+// nothing else were free. Here one permit is already free (the front waiter
+// asks for two), so the two that come back serve the front waiter and the
+// one behind it; granting only the front waiter would leave the second
+// parked beside a free permit, with no release on its way to serve it.
+func TestReleaseOnTopOfFreePermitsServesTheWaitersBehindTheFront(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		synctest.Test(t, func(t *testing.T) {
+			s := mustNew(t, 3, 3, opts...)
+			one := mustTake(t, s, 1)
+			two := mustTake(t, s, 2)
+			front := park(t, s, t.Context(), 2)
+			behind := park(t, s, t.Context(), 1)
+
+			one.Release() // one free: not enough for the front waiter
+			synctest.Wait()
+			require.False(t, front.returned())
+			require.False(t, behind.returned())
+
+			two.Release()
+			synctest.Wait()
+			requireGranted(t, front, 2)
+			requireGranted(t, behind, 1)
+			requireQueueFlags(t, s)
+			front.tok.Release()
+			behind.tok.Release()
+			require.Equal(t, atomicsem.Stats{Available: 3, Limit: 3, Max: 3}, s.Stats())
+		})
+	})
+}
+
 // The queue flags stay exact under a random concurrent mix of every
 // operation, including requests above the limit, cancellations and limit
 // changes in both directions. A checker takes the queue lock now and then

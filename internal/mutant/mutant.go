@@ -59,6 +59,10 @@ const (
 	// front waiter without a walk of the queue even when nobody left behind
 	// it fits under the limit, so the eligible flag stays set.
 	HandOffKeepsEligible = "handoff_keeps_eligible"
+	// HandOffIgnoresFree makes a FIFO release hand its permits to the front
+	// waiter without a walk of the queue even when permits were free
+	// before, so the waiters those would serve stay parked.
+	HandOffIgnoresFree = "handoff_ignores_free"
 )
 
 // All lists every fault. scripts/mutants.sh runs one per mutant_*.go file,
@@ -67,5 +71,5 @@ var All = []string{
 	NonAtomic, Stale, TryReleaseIgnoresHeld, SkipWake,
 	LoseOnCancel, NoCancelNotify, DoubleRelease, DropClosed,
 	EligibleNotSet, LimitLockFree, RecycleGranted, RequeueFront,
-	NoSpin, HandOffKeepsEligible,
+	NoSpin, HandOffKeepsEligible, HandOffIgnoresFree,
 }
