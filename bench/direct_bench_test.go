@@ -93,7 +93,7 @@ func BenchmarkDirect(b *testing.B) {
 		})
 	}
 	// tokencas is floorcas with atomicsem's call and token; wordcas adds
-	// atomicsem's word and its checks.
+	// atomicsem's word and its checks; availcas checks another layout.
 	b.Run("impl=tokencas/op=tryacquire", func(b *testing.B) {
 		s := &tokenCAS{}
 		s.v.Store(1)
@@ -116,6 +116,18 @@ func BenchmarkDirect(b *testing.B) {
 			t, ok := s.tryAcquire(1)
 			if !ok {
 				b.Fatal("wordcas failed on a free semaphore")
+			}
+			t.Release()
+		}
+	})
+	b.Run("impl=availcas/op=tryacquire", func(b *testing.B) {
+		s := newAvailCAS(1, 1, 1)
+		b.ReportAllocs()
+		defer measureCPU(b)()
+		for i := 0; i < b.N; i++ {
+			t, ok := s.tryAcquire(1)
+			if !ok {
+				b.Fatal("availcas failed on a free semaphore")
 			}
 			t.Release()
 		}

@@ -1,7 +1,8 @@
 package bench_test
 
 // tokencas and wordcas, in BenchmarkDirect, take atomicsem's
-// TryAcquire+Release apart, building up from floorcas's loop
+// TryAcquire+Release apart, building up from floorcas's loop; availcas asks
+// whether another layout of the word would check it more cheaply
 // (docs/benchmarks.md, What would close the remaining gaps).
 
 import (
@@ -75,3 +76,68 @@ func (s *wordCAS) ReturnPermits(n int64) {
 }
 
 func (s *wordCAS) ForgetPermits(int64) { panic("wordcas does not forget") }
+
+// availCAS is wordCAS on a word laid out for a shorter acquire: the
+// available count, signed, in the top bits, so that an acquire is one
+// subtraction whose sign says whether it may happen. The price is the range:
+// with total and max in the word as well, each field has 19 bits, not 20.
+//
+//	 63 ......... 43   42 ....... 24   23 ........ 5   4 .. 2   1        0
+//	+---------------+---------------+---------------+--------+------+--------+
+//	| available (21)|  total (19)   |   max (19)    | unused |closed|eligible|
+//	+---------------+---------------+---------------+--------+------+--------+
+//
+// A release still decodes total to check that n permits are held
+// (held = total − available).
+type availCAS struct {
+	word  atomic.Uint64
+	_     [120]byte
+	block uint64
+}
+
+const (
+	availShift    = 43
+	availTotalSh  = 24
+	availMaxSh    = 5
+	availField    = 1<<19 - 1
+	availEligible = 1 << 0
+	availClosed   = 1 << 1
+)
+
+// newAvailCAS returns an availCAS with count of total permits available.
+func newAvailCAS(count, total, max int64) *availCAS {
+	s := &availCAS{block: availClosed | availEligible}
+	s.word.Store(uint64(count)<<availShift | uint64(total)<<availTotalSh | uint64(max)<<availMaxSh)
+	return s
+}
+
+func (s *availCAS) available() int64 { return int64(s.word.Load()) >> availShift }
+
+//go:noinline
+func (s *availCAS) tryAcquire(n int64) (token.Token, bool) {
+	for {
+		old := s.word.Load()
+		new := old - uint64(n)<<availShift
+		if int64(new) < 0 || old&s.block != 0 {
+			return token.Token{}, false
+		}
+		if s.word.CompareAndSwap(old, new) {
+			return token.New(s, n), true
+		}
+	}
+}
+
+func (s *availCAS) ReturnPermits(n int64) {
+	for {
+		old := s.word.Load()
+		total := int64(old>>availTotalSh) & availField
+		if old&availEligible != 0 || total-int64(old)>>availShift < n {
+			panic("availcas returned what it did not hold")
+		}
+		if s.word.CompareAndSwap(old, old+uint64(n)<<availShift) {
+			return
+		}
+	}
+}
+
+func (s *availCAS) ForgetPermits(int64) { panic("availcas does not forget") }
