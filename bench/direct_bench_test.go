@@ -7,7 +7,6 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
-	"github.com/atomicsem/atomicsem/internal/state"
 )
 
 // BenchmarkDirect repeats the single-goroutine cases of BenchmarkUncontended
@@ -111,8 +110,7 @@ func BenchmarkDirect(b *testing.B) {
 		}
 	})
 	b.Run("impl=wordcas/op=tryacquire", func(b *testing.B) {
-		s := &wordCAS{block: state.ClosedBit | state.EligibleBit}
-		s.word.Store(uint64(state.New(1, 1, 1)))
+		s := newWordCAS(1, 1, 1)
 		b.ReportAllocs()
 		defer measureCPU(b)()
 		for i := 0; i < b.N; i++ {

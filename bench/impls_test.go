@@ -45,7 +45,7 @@ type waiterCounter interface {
 // token's spent flag is written on every release, and false sharing between
 // neighbouring records would bill the harness's layout to atomicsem.
 type held struct {
-	tok   token.Token // atomicsem's guard
+	tok   token.Token // atomicsem's, tokencas's and wordcas's token
 	n     int64       // the others' count
 	park  *parkWaiter // floorpark's record, from its grant to its release
 	guard floorGuard  // floorguard's and floorparkguard's flag
@@ -103,6 +103,16 @@ var impls = map[string]impl{
 		f := &floorParkWordSem{}
 		f.word.Store(limit << 1)
 		return f
+	}},
+	// tokencas and wordcas take TryAcquire+Release apart: see
+	// BenchmarkUncontended.
+	"tokencas": {"tokencas", func(limit, _ int64) sem {
+		s := &tokenCAS{}
+		s.v.Store(limit)
+		return tokenCASSem{s}
+	}},
+	"wordcas": {"wordcas", func(limit, max int64) sem {
+		return wordCASSem{newWordCAS(limit, limit, max)}
 	}},
 	"syncmutex": {"syncmutex", func(limit, _ int64) sem {
 		if limit != 1 {
