@@ -146,7 +146,7 @@ func (s *availCAS) ForgetPermits(int64) { panic("availcas does not forget") }
 // tokenCASSem and wordCASSem put tokencas and wordcas behind the harness's
 // sem interface, so that BenchmarkUncontended can take its TryAcquire+Release
 // apart as BenchmarkDirect does. There the token lives in the harness's
-// record on the heap, not in the caller's registers, and costs more. The
+// record on the heap, not in the benchmark loop's frame, and costs more. The
 // two are written out, not one generic adapter: a type parameter would
 // reach tryAcquire through a dictionary, an indirect call atomicsem's
 // adapter does not make.
