@@ -97,8 +97,7 @@ func BenchmarkDirect(b *testing.B) {
 	// them through an interface, a func value or a generic dictionary, one
 	// indirect call more than the rows they are compared with.
 	b.Run("impl=tokencas/op=tryacquire", func(b *testing.B) {
-		s := &tokenCAS{}
-		s.v.Store(1)
+		s := newTokenCAS(1)
 		b.ReportAllocs()
 		defer measureCPU(b)()
 		for i := 0; i < b.N; i++ {

@@ -107,9 +107,7 @@ var impls = map[string]impl{
 	// tokencas and wordcas take TryAcquire+Release apart: see
 	// BenchmarkUncontended.
 	"tokencas": {"tokencas", func(limit, _ int64) sem {
-		s := &tokenCAS{}
-		s.v.Store(limit)
-		return tokenCASSem{s}
+		return tokenCASSem{newTokenCAS(limit)}
 	}},
 	"wordcas": {"wordcas", func(limit, max int64) sem {
 		return wordCASSem{newWordCAS(limit, limit, max)}

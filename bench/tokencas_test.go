@@ -17,6 +17,13 @@ import (
 // returns a token.Token, a release through it.
 type tokenCAS struct{ v atomic.Int64 }
 
+// newTokenCAS returns a tokenCAS with count permits available.
+func newTokenCAS(count int64) *tokenCAS {
+	s := &tokenCAS{}
+	s.v.Store(count)
+	return s
+}
+
 //go:noinline
 func (s *tokenCAS) tryAcquire(n int64) (token.Token, bool) {
 	for {
