@@ -9,6 +9,15 @@
 // Ratios come from medians of the same run, so that noise from other work on
 // the machine, which moves every column of a run together, cancels out as
 // far as it can. benchstat gives the spread of each median.
+//
+// Each ratio is also given paired: the median, and the quartiles, of the
+// ratios taken sample by sample. bench/run.sh runs the suite one round at a
+// time, so the i-th samples of two benchmarks come from the same round, a
+// few seconds apart. On a machine whose speed shifts between regimes that
+// last longer than that (see docs/benchmarks.md, Noise), the paired ratio
+// compares the two within each regime, where the ratio of medians may set
+// the median of one against that of the other taken in a different regime.
+// Where the two verdicts differ, the met column gives both.
 package main
 
 import (
@@ -85,6 +94,37 @@ func (s samples) median(name, unit string) (float64, bool) {
 	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2, true
 }
 
+// pairedRatios returns the lower quartile, the median and the upper quartile
+// of num's samples in unit divided one by one by den's, the i-th by the i-th.
+// It reports false unless both have the same number of samples, all of
+// den's nonzero: only then do they pair up round by round.
+func (s samples) pairedRatios(num, den, unit string) ([3]float64, bool) {
+	ns, ds := s[num][unit], s[den][unit]
+	if len(ns) == 0 || len(ns) != len(ds) {
+		return [3]float64{}, false
+	}
+	ratios := make([]float64, len(ns))
+	for i := range ns {
+		if ds[i] == 0 {
+			return [3]float64{}, false
+		}
+		ratios[i] = ns[i] / ds[i]
+	}
+	slices.Sort(ratios)
+	return [3]float64{quantile(ratios, 0.25), quantile(ratios, 0.5), quantile(ratios, 0.75)}, true
+}
+
+// quantile returns the q-quantile of sorted, interpolating linearly between
+// the two nearest samples; quantile(sorted, 0.5) is the median.
+func quantile(sorted []float64, q float64) float64 {
+	pos := q * float64(len(sorted)-1)
+	i := int(pos)
+	if i+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	return sorted[i] + (pos-float64(i))*(sorted[i+1]-sorted[i])
+}
+
 // target is one line of the report: num/den in unit must not exceed max.
 // With den empty, the median of num itself is compared with max. A line
 // whose what starts with "info: " has no target; its ratio explains another.
@@ -130,6 +170,7 @@ var targets = []target{
 	{"info: contended FIFO limit=1 vs floorparkword", "Contended/impl=atomicsem/limit=1", "Contended/impl=floorparkword/limit=1", "ns/op", 0},
 	{"info: contended FIFO limit=4 vs floorparkword", "Contended/impl=atomicsem/limit=4", "Contended/impl=floorparkword/limit=4", "ns/op", 0},
 	{"info: floorparkword contended limit=1 vs chan", "Contended/impl=floorparkword/limit=1", "Contended/impl=chan/limit=1", "ns/op", 0},
+	{"info: floorparkword contended limit=4 vs chan", "Contended/impl=floorparkword/limit=4", "Contended/impl=chan/limit=4", "ns/op", 0},
 	{"info: floorparkword contended limit=1 vs floorparkguard", "Contended/impl=floorparkword/limit=1", "Contended/impl=floorparkguard/limit=1", "ns/op", 0},
 	{"info: floorparkword contended limit=4 vs floorparkguard", "Contended/impl=floorparkword/limit=4", "Contended/impl=floorparkguard/limit=4", "ns/op", 0},
 	{"info: floorparkguard contended limit=1 vs xsync", "Contended/impl=floorparkguard/limit=1", "Contended/impl=xsync/limit=1", "ns/op", 0},
@@ -164,14 +205,14 @@ func (s samples) report(w io.Writer) {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tsubject\tbaseline\tratio\twant\tmet")
+	fmt.Fprintln(tw, "target\tsubject\tbaseline\tratio\tpaired [quartiles]\twant\tmet")
 	for _, t := range lines {
 		num, ok := s.median("Benchmark"+t.num, t.unit)
 		if !ok {
 			continue
 		}
 		if t.den == "" {
-			fmt.Fprintf(tw, "%s\t%.4g %s\t\t\t≤ %g\t%s\n", t.what, num, t.unit, t.max, yes(num <= t.max))
+			fmt.Fprintf(tw, "%s\t%.4g %s\t\t\t\t≤ %g\t%s\n", t.what, num, t.unit, t.max, yes(num <= t.max))
 			continue
 		}
 		den, ok := s.median("Benchmark"+t.den, t.unit)
@@ -179,16 +220,24 @@ func (s samples) report(w io.Writer) {
 			continue
 		}
 		if den == 0 {
-			fmt.Fprintf(tw, "%s\t%.4g %s\t%.4g %s\t\t≤ %g×\t%s\n", t.what, num, t.unit, den, t.unit, t.max, yes(num == 0))
+			fmt.Fprintf(tw, "%s\t%.4g %s\t%.4g %s\t\t\t≤ %g×\t%s\n", t.what, num, t.unit, den, t.unit, t.max, yes(num == 0))
 			continue
 		}
 		ratio := num / den
+		met := yes(ratio <= t.max)
+		paired := "—" // the samples do not pair up
+		if q, ok := s.pairedRatios("Benchmark"+t.num, "Benchmark"+t.den, t.unit); ok {
+			paired = fmt.Sprintf("%.2f× [%.2f–%.2f]", q[1], q[0], q[2])
+			if pairedMet := yes(q[1] <= t.max); pairedMet != met {
+				met += " (paired: " + pairedMet + ")"
+			}
+		}
 		if strings.HasPrefix(t.what, "info: ") {
 			// No target: the ratio explains another line.
-			fmt.Fprintf(tw, "%s\t%.4g %s\t%.4g %s\t%.2f×\t\t\n", t.what, num, t.unit, den, t.unit, ratio)
+			fmt.Fprintf(tw, "%s\t%.4g %s\t%.4g %s\t%.2f×\t%s\t\t\n", t.what, num, t.unit, den, t.unit, ratio, paired)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%.4g %s\t%.4g %s\t%.2f×\t≤ %g×\t%s\n", t.what, num, t.unit, den, t.unit, ratio, t.max, yes(ratio <= t.max))
+		fmt.Fprintf(tw, "%s\t%.4g %s\t%.4g %s\t%.2f×\t%s\t≤ %g×\t%s\n", t.what, num, t.unit, den, t.unit, ratio, paired, t.max, met)
 	}
 	tw.Flush()
 }
