@@ -88,10 +88,7 @@ func (s samples) median(name, unit string) (float64, bool) {
 		return 0, false
 	}
 	slices.Sort(vs)
-	if len(vs)%2 == 1 {
-		return vs[len(vs)/2], true
-	}
-	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2, true
+	return quantile(vs, 0.5), true
 }
 
 // pairedRatios returns the lower quartile, the median and the upper quartile
