@@ -173,6 +173,65 @@ func TestScenarioGrantBeforeCancelKeepsThePermits(t *testing.T) {
 	})
 }
 
+// Bug shape: the same race where the release wakes the waiter only after
+// it has released the queue lock (the front hand-off). The cancelled waiter
+// takes the lock between the grant and the wake-up, finds itself granted
+// with no wake-up to consume, and must wait for it before it recycles its
+// record. If it does not, the late wake-up lands on the recycled record and
+// wakes the next Acquire to park on it, which then queues itself a second
+// time.
+func TestScenarioCancelBetweenHandOffAndWakeWaitsForTheWake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 1, 1)
+		held := mustTake(t, s, 1)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		first := park(t, s, ctx, 1)
+		second := park(t, s, t.Context(), 1) // behind first, so the release hands off without a walk
+
+		var wakes atomic.Int32
+		st := installStopper(t, func(site hook.Site) bool {
+			return site == hook.BeforeWake && wakes.Inc() == 1 // this release's only
+		})
+		released := make(chan struct{})
+		go func() {
+			defer close(released)
+			held.Release()
+		}()
+		require.Equal(t, hook.BeforeWake, st.waitStop())
+
+		// first is granted and off the queue, the lock is free, and its
+		// wake-up has not been sent. Its cancellation must wait for it.
+		cancel()
+		synctest.Wait()
+		require.False(t, first.returned(), "first should wait for the wake-up it was promised")
+		require.Equal(t, atomicsem.Stats{Available: 0, Held: 1, Limit: 1, Max: 1, Waiters: 1}, s.Stats())
+		st.resume()
+
+		synctest.Wait()
+		<-released
+		require.True(t, first.returned())
+		require.ErrorIs(t, first.err, context.Canceled)
+		requireGranted(t, second, 1)
+		require.Equal(t, atomicsem.Stats{Available: 0, Held: 1, Limit: 1, Max: 1}, s.Stats())
+
+		// first's record is reused by the next waiter, which must stay
+		// parked until a release serves it, and be served once.
+		third := park(t, s, t.Context(), 1)
+		fourth := park(t, s, t.Context(), 1)
+		second.tok.Release()
+		synctest.Wait()
+		requireGranted(t, third, 1)
+		require.False(t, fourth.returned())
+		require.Equal(t, atomicsem.Stats{Available: 0, Held: 1, Limit: 1, Max: 1, Waiters: 1}, s.Stats())
+		third.tok.Release()
+		synctest.Wait()
+		requireGranted(t, fourth, 1)
+		fourth.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 1, Held: 0, Limit: 1, Max: 1}, s.Stats())
+	})
+}
+
 // Bug shape (tokio-rs/tokio#8020): an operation that loads the word before
 // Close and writes back a word built from its stale copy drops the closed
 // flag, and the semaphore reopens. Each operation here is stopped between

@@ -492,8 +492,21 @@ const (
 var multicore = runtime.NumCPU() > 1
 
 // withdraw settles a parked waiter whose ctx is done.
+//
+// A waiter granted its permits in a race with its ctx may not have been
+// woken yet: handBack sets the event of a waiter it granted only after it
+// releases mu. The waiter then receives that wake-up here, without the
+// lock, before anything else is done with its record; otherwise the
+// wake-up could land on the record after it was recycled, and wake the
+// next Acquire to park on it. The wait is short: the releaser sets the
+// event next, and waits for nothing before it does.
 func (s *Semaphore) withdraw(ctx context.Context, w *waiter) (token.Token, error) {
 	s.mu.Lock()
+	if w.status == granted && !w.ready.TryWait() && mutant.Active != mutant.NoWaitForWake {
+		s.mu.Unlock()
+		<-w.ready.C()
+		s.mu.Lock()
+	}
 	s.cancelLocked(w)
 	s.free.putLocked(w)
 	s.mu.Unlock()
@@ -521,7 +534,8 @@ func (s *Semaphore) settleWake(w *waiter) (took bool, err error) {
 
 // cancelLocked withdraws a waiter whose ctx is done, leaving the semaphore
 // as if the waiter had never arrived, and leaves w's event clear. It
-// requires that s.mu is held.
+// requires that s.mu is held and, if w was granted its permits, that its
+// wake-up has been consumed (see withdraw).
 func (s *Semaphore) cancelLocked(w *waiter) {
 	switch w.status {
 	case waiting:
@@ -530,13 +544,13 @@ func (s *Semaphore) cancelLocked(w *waiter) {
 			return // fault: the waiters behind w are not served
 		}
 	case granted:
-		// The grant raced the cancellation: pass the permits on.
-		w.ready.TryWait()
+		// The grant raced the cancellation: pass the permits on. (withdraw
+		// has consumed the wake-up.)
 		if mutant.Active == mutant.LoseOnCancel {
 			return // fault: the granted permits are dropped
 		}
 		// Return the permits and serve the queue with them in one CAS.
-		s.releaseLocked(w.want())
+		s.wakeLocked(s.releaseLocked(w.want()))
 		return
 	case woken:
 		// The wake-up was meant for w; pass it on.

@@ -102,6 +102,7 @@ run fail:I8_only_lock_writes BUG_SKIP_WAKE
 run fail:W_no_lost_wakeup NO_I8 BUG_SKIP_WAKE
 run fail BUG_NO_CANCEL_NOTIFY
 run fail BUG_LOSE_ON_CANCEL
+run fail WANT0=1 INIT=1 BUG_NO_WAIT_FOR_WAKE
 run fail BUG_NONATOMIC
 run fail BUG_NO_SKIP
 run fail BUG_OVERTAKE
@@ -128,6 +129,7 @@ echo "-- reachability probes (must be refuted)"
 run fail REACH_DEBT
 run fail REACH_SKIP
 run fail REACH_GRANT_CANCEL
+run fail WANT0=1 INIT=1 REACH_WAKE_AFTER_UNLOCK
 run fail WITH_CLOSE REACH_CLOSE_PARKED
 run fail REACH_QUEUED_NOT_ELIGIBLE
 run fail REACH_PASS_OVERSIZED

@@ -41,6 +41,9 @@
  *                         when the eligible flag is set (no hand-off)
  *   BUG_NO_CANCEL_NOTIFY  cancelling a waiting waiter does not dispatch
  *   BUG_LOSE_ON_CANCEL    a grant that raced a cancellation is dropped
+ *   BUG_NO_WAIT_FOR_WAKE  a cancellation that finds its waiter granted but
+ *                         not yet woken passes the permits on without
+ *                         waiting for the wake-up, which then lands late
  *   BUG_NONATOMIC         the CAS compares and stores in two steps
  *   BUG_NO_SKIP           dispatch stops at a waiter above the limit
  *   BUG_OVERTAKE          the fast path ignores the eligible flag
@@ -68,6 +71,8 @@
  *   REACH_DEBT            the count goes negative (limit lowered below held)
  *   REACH_SKIP            dispatch grants a waiter behind one above the limit
  *   REACH_GRANT_CANCEL    a cancellation finds its waiter already granted
+ *   REACH_WAKE_AFTER_UNLOCK  a cancellation finds its waiter granted by a
+ *                         release that has unlocked and not yet woken it
  *   REACH_CLOSE_PARKED    Close finds parked waiters (use with WITH_CLOSE)
  *   REACH_QUEUED_NOT_ELIGIBLE  with the lock free, queued is set and
  *                         eligible clear (every queued waiter is above the
@@ -386,7 +391,11 @@ inline casServe(c)
 }
 
 /* wakeServed: walkLocked with wake set: take the served waiters off the
- * queue, mark them granted and set their events. Requires mu. */
+ * queue, mark them granted and set their events. Requires mu. A token's
+ * release whose dispatch writes nothing (canDefer) may instead leave one
+ * waiter's event for serve to set after unlocking mu, as handBack does for
+ * the front hand-off (handOffFrontLocked); the choice is left open, so the
+ * runs cover both ways. */
 inline wakeServed()
 {
 	j = qlen;
@@ -396,7 +405,11 @@ inline wakeServed()
 		if
 		:: mask & (1 << j) ->
 			w = q[j]; i = j; qRemoveAt(i); j = i;
-			status[w] = GRANTED; setEvent(w)
+			status[w] = GRANTED;
+			if
+			:: canDefer && pend == NOBODY -> pend = w
+			:: true -> setEvent(w)
+			fi
 		:: else
 		fi
 	:: else -> break
@@ -422,7 +435,7 @@ inline serveRest(kind, c, n)
 #ifndef NO_I8
 			assert(I8_only_lock_writes || word == old);
 #endif
-			grantGhost(c); wakeServed()
+			grantGhost(c); canDefer = deferOK; wakeServed(); canDefer = false
 		};
 		break
 	:: !idle && !(nw == old && ELIGIBLE(old)) ->
@@ -443,12 +456,25 @@ inline serveLocked(kind, c, n)
 	serveRest(kind, c, n)
 }
 
-/* serve(kind, c, n): take mu and serveLocked; ends the caller's operation. */
+/* serve(kind, c, n): take mu and serveLocked; ends the caller's operation.
+ * A token's release (handBack) may wake the waiter it handed its permits to
+ * after unlocking mu, in a step of its own: the operation is in flight
+ * until then. */
 inline serve(kind, c, n)
 {
-	atomic { mu == 0 -> mu = 1; serveLoad(kind, c, n) };
+	atomic { mu == 0 -> mu = 1; serveLoad(kind, c, n); deferOK = (kind == RELEASE) };
 	serveRest(kind, c, n);
-	atomic { unlock(); busy-- }
+	atomic {
+		unlock(); deferOK = false;
+		if
+		:: pend == NOBODY -> busy--
+		:: else
+		fi
+	};
+	if
+	:: pend != NOBODY -> atomic { setEvent(pend); pend = NOBODY; busy-- }
+	:: else
+	fi
 }
 
 /* Which word sends a change through serve rather than a lock-free CAS:
@@ -583,7 +609,8 @@ inline fastLoad(n)
 proctype client(byte me; byte n; bit canCancel; bit canForget; byte rounds)
 {
 	short old, nw, base, free, gr;
-	bool ok, fits, idle, stopped;
+	bool ok, fits, idle, stopped, canDefer, deferOK;
+	byte pend = NOBODY;
 	byte i, j, k, w, mask, kind, back;
 
 again:
@@ -652,8 +679,26 @@ again:
 #ifdef BUG_LOSE_ON_CANCEL
 		atomic { tryWait(me); unlock(); busy--; goto failed }
 #endif
-		/* return the permits and serve the queue with them in one CAS */
+		/* consume the wake-up: a release that handed the permits over
+		 * after unlocking may not have sent it yet, and then the waiter
+		 * waits for it without the lock */
+#ifdef BUG_NO_WAIT_FOR_WAKE
 		atomic { tryWait(me); back = n }
+#else
+		if
+		:: atomic { nempty(ev[me]) -> ev[me]?_; back = n }
+		:: atomic {
+			empty(ev[me]) ->
+#ifdef REACH_WAKE_AFTER_UNLOCK
+			assert(PROBE_reached);
+#endif
+			unlock()
+		   };
+		   ev[me]?_;
+		   atomic { mu == 0 -> mu = 1; back = n }
+		fi
+#endif
+		/* return the permits and serve the queue with them in one CAS */
 	:: status[me] == CLOSEDST ->
 		tryWait(me);
 		atomic { unlock(); busy--; goto failed }
@@ -699,7 +744,8 @@ failed:
 proctype controller()
 {
 	short old, nw, base, free, gr;
-	bool ok, fits, idle, stopped;
+	bool ok, fits, idle, stopped, canDefer, deferOK;
+	byte pend = NOBODY;
 	byte i, j, k, w, mask, kind, l;
 
 #ifdef WITH_CLOSE

@@ -2,7 +2,8 @@
 // interleave other goroutines: between the load of the state word and its
 // compare-and-swap, between queueing a waiter and parking it, between a
 // waiter's wake-up and its return, before a dispatch takes the queue lock,
-// and in a barging arrival's spin.
+// between a hand-off and the wake-up it sends after the lock, and in a
+// barging arrival's spin.
 //
 // In normal builds At is an empty function that the compiler removes. Built
 // with the tag atomicsem_hooks, At calls the function installed by Set, so a
@@ -27,6 +28,10 @@ const (
 	// Spin sits in a barging arrival's spin before the queue, at the start
 	// of each try.
 	Spin
+	// BeforeWake sits after a release has granted the front waiter its
+	// permits and released the queue lock, and before it wakes that
+	// waiter.
+	BeforeWake
 
 	numSites
 )
@@ -37,6 +42,7 @@ var siteNames = [numSites]string{
 	AfterWake:      "AfterWake",
 	BeforeDispatch: "BeforeDispatch",
 	Spin:           "Spin",
+	BeforeWake:     "BeforeWake",
 }
 
 // String returns the site's name.

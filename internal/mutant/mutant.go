@@ -63,6 +63,10 @@ const (
 	// waiter without a walk of the queue even when permits were free
 	// before, so the waiters those would serve stay parked.
 	HandOffIgnoresFree = "handoff_ignores_free"
+	// NoWaitForWake makes a cancelled Acquire that was granted its permits
+	// by a release that has yet to wake it pass them on without waiting for
+	// that wake-up, which then lands on the recycled record.
+	NoWaitForWake = "no_wait_for_wake"
 )
 
 // All lists every fault. scripts/mutants.sh runs one per mutant_*.go file,
@@ -71,5 +75,5 @@ var All = []string{
 	NonAtomic, Stale, TryReleaseIgnoresHeld, SkipWake,
 	LoseOnCancel, NoCancelNotify, DoubleRelease, DropClosed,
 	EligibleNotSet, LimitLockFree, RecycleGranted, RequeueFront,
-	NoSpin, HandOffKeepsEligible, HandOffIgnoresFree,
+	NoSpin, HandOffKeepsEligible, HandOffIgnoresFree, NoWaitForWake,
 }
