@@ -88,6 +88,18 @@ func stopAtDispatchCAS(t *testing.T, n int32) *stopper {
 	})
 }
 
+// goRelease releases tok in a goroutine of its own, for a release that the
+// test stops at a hook site, and returns a channel closed once Release has
+// returned.
+func goRelease(tok *token.Token) <-chan struct{} {
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		tok.Release()
+	}()
+	return released
+}
+
 // resume lets the goroutine stopped longest go on.
 func (st *stopper) resume() { st.resumeAt(0) }
 
@@ -118,11 +130,7 @@ func TestScenarioGrantRacingCancelIsPassedOn(t *testing.T) {
 		// CAS that grants first, and then at the next word change: first's
 		// cancellation handing the permit back.
 		st := stopAtDispatchCAS(t, 2)
-		released := make(chan struct{})
-		go func() {
-			defer close(released)
-			held.Release()
-		}()
+		released := goRelease(held)
 		require.Equal(t, hook.BeforeCAS, st.waitStop())
 
 		// first wakes on ctx.Done and queues for the lock that the release
@@ -193,11 +201,7 @@ func TestScenarioCancelBetweenHandOffAndWakeWaitsForTheWake(t *testing.T) {
 		st := installStopper(t, func(site hook.Site) bool {
 			return site == hook.BeforeWake && wakes.Inc() == 1 // this release's only
 		})
-		released := make(chan struct{})
-		go func() {
-			defer close(released)
-			held.Release()
-		}()
+		released := goRelease(held)
 		require.Equal(t, hook.BeforeWake, st.waitStop())
 
 		// first is granted and off the queue, the lock is free, and its
@@ -431,11 +435,7 @@ func TestScenarioEligibleWordIsWrittenOnlyUnderTheLock(t *testing.T) {
 	// Stop the release at its commit, holding the lock: the first
 	// BeforeCAS after a dispatch began.
 	st := stopAtDispatchCAS(t, 1)
-	released := make(chan struct{})
-	go func() {
-		defer close(released)
-		a.Release()
-	}()
+	released := goRelease(a)
 	site, stopped := st.waitStopUnless(released)
 	require.True(t, stopped, "the release returned without handing its permit on under the lock")
 	require.Equal(t, hook.BeforeCAS, site)
