@@ -25,9 +25,8 @@ import (
 // (invariant I8), so there is nothing for a CAS to confirm. The commonest
 // such hand-off, one that leaves nothing free and a waiter that fits still
 // queued, is recognised from the word and the first two waiters without
-// walking the queue at all (handOffFrontLocked), and a token's release
-// wakes the waiter it grants that way only after it releases mu
-// (handBack).
+// walking the queue at all, and granted in place by a token's release,
+// which wakes the waiter only after it releases mu (handBack).
 //
 // The walk: a waiter that asks for more than the limit is passed over (no
 // release can serve it, so it must not hold back others, and it keeps its
@@ -63,44 +62,67 @@ func (s *Semaphore) serve(change transition, arg int64) bool {
 	return ok
 }
 
-// handBack takes mu, returns n held permits and serves the queue with them,
-// and reports whether n were held. It also puts rec, the record of a granted
-// waiter whose permits come back, on the free list; rec may be nil.
+// handBack takes mu, returns n held permits and serves the queue with
+// them. It panics, changing nothing, if n is more than is held. It also
+// puts rec, the record of a granted waiter whose permits come back, on the
+// free list; rec may be nil.
 //
-// A front waiter handed the permits without a walk (handOffFrontLocked) is
-// woken after mu is released, so that the goroutine it wakes, which under
-// contention will want mu for its own release, does not find it held: at
-// limit 4 with two Ps that made the hand-off 9–24 % cheaper and cut the
-// parks on mu from 0.28 per operation to 0.01–0.09 (docs/benchmarks.md,
-// optimisation 16). A waiter cancelled meanwhile waits for that wake-up
-// (see withdraw).
-func (s *Semaphore) handBack(n int64, rec *waiter) bool {
+// The usual FIFO hand-off under contention, the n permits straight to a
+// front waiter that asks for n, is recognised from the word and the first
+// two waiters and carried out here, in this frame. Deciding it without
+// commitLocked's two walks of the queue made it 2.5–9.5 % cheaper with one
+// P (docs/benchmarks.md, optimisation 15). Deciding it here, without the
+// two calls that reached that decision before (releaseLocked, then a
+// function of its own) or a load of the word before the lock (returnSlow),
+// and with the arrival's shorter way to the queue (queueBehind), made a
+// limit-1 hand-off 12 % cheaper against chan, with one P and with two
+// (optimisation 17). The conditions, in FIFO mode:
+//   - n are held, so the return is valid;
+//   - nothing is free before the return, so after the front waiter takes
+//     exactly the n returned (it asks for n) nothing is left for anyone
+//     behind it. With nothing free, total equals held, so n ≤ total: the
+//     front waiter fits under the limit, and by I6 the eligible flag is set;
+//   - the waiter behind it fits under the limit too, so eligible stays set,
+//     as queued does.
+//
+// Held then goes down by n and up by n, so the word stays as it was, and
+// while eligible is set nobody else may write it (I8): there is nothing
+// to install. The waiter is woken after mu is released, so that the
+// goroutine it wakes, which under contention will want mu for its own
+// release, does not find it held: at limit 4 with two Ps that made the
+// hand-off 9–24 % cheaper and cut the parks on mu from 0.28 per operation
+// to 0.01–0.09 (optimisation 16). A waiter cancelled meanwhile waits for
+// that wake-up (see withdraw).
+func (s *Semaphore) handBack(n int64, rec *waiter) {
 	hook.At(hook.BeforeDispatch)
 	s.mu.Lock()
 	if rec != nil {
 		s.free.putLocked(rec)
 	}
-	ok, front := s.releaseLocked(n)
-	s.mu.Unlock()
-	if front != nil {
+	old, front := s.load(), s.queue.head
+	held, total := old.Held(), old.Total()
+	if !s.barging() && held >= n &&
+		(held == total || mutant.Active == mutant.HandOffIgnoresFree) &&
+		front != nil && front.want() == n && front.next != nil &&
+		(front.next.want() <= total || mutant.Active == mutant.HandOffKeepsEligible) {
+		hook.At(hook.BeforeCAS) // where commitLocked would confirm the word
+		s.removeLocked(front)
+		front.status = granted
+		s.mu.Unlock()
 		hook.At(hook.BeforeWake)
 		front.ready.Set() // from here on front belongs to its Acquire again
+		return
 	}
-	return ok
+	ok := s.releaseLocked(n)
+	s.mu.Unlock()
+	if !ok {
+		panic(errReturnExceedsHeld)
+	}
 }
 
 // dispatchLocked serves the queue with the permits available now. It
 // requires that s.mu is held.
-func (s *Semaphore) dispatchLocked() { s.wakeLocked(s.releaseLocked(0)) }
-
-// wakeLocked wakes the front waiter that releaseLocked granted, if any,
-// without waiting to release mu: the callers other than handBack are not
-// on the contended path. It requires that s.mu is held.
-func (s *Semaphore) wakeLocked(_ bool, front *waiter) {
-	if front != nil {
-		front.ready.Set()
-	}
-}
+func (s *Semaphore) dispatchLocked() { s.releaseLocked(0) }
 
 // serveLocked applies change(word, arg), a move of the limit, and serves
 // the queue with the permits and the limit that result, in one change of
@@ -120,58 +142,20 @@ func (s *Semaphore) serveLocked(change transition, arg int64) bool {
 }
 
 // releaseLocked is serveLocked for the return of n held permits (0 for
-// none). It calls state.Word.Release directly rather than through a
-// transition, so that the compiler inlines it: this runs on every
-// hand-off. It also returns the front waiter if handOffFrontLocked granted
-// it the permits, for the caller to wake. It requires that s.mu is held.
-func (s *Semaphore) releaseLocked(n int64) (ok bool, front *waiter) {
+// none), and reports whether n were held. It calls state.Word.Release
+// directly rather than through a transition, so that the compiler inlines
+// it. It requires that s.mu is held.
+func (s *Semaphore) releaseLocked(n int64) bool {
 	for {
 		old := s.load()
 		base, ok := old.Release(n)
 		if !ok {
-			return false, nil
-		}
-		if front := s.handOffFrontLocked(old, n); front != nil {
-			return true, front
+			return false
 		}
 		if s.commitLocked(old, base) {
-			return true, nil
+			return true
 		}
 	}
-}
-
-// handOffFrontLocked hands n returned permits straight to the front waiter
-// when that is all that serving the queue would do and the word would not
-// change, and returns that waiter, granted and off the queue but not yet
-// woken, or nil; old is the word before the return, loaded under mu. The
-// caller must wake the waiter it returns. That is the usual FIFO hand-off
-// under contention, and deciding it here rather than by commitLocked's two
-// walks of the queue made it 2.5–9.5 % cheaper with one P
-// (docs/benchmarks.md, optimisation 15). The conditions, in FIFO mode:
-//   - nothing is free before the return, so after the front waiter takes
-//     exactly the n returned (it asks for n) nothing is left for anyone
-//     behind it. With nothing free, total equals held, so n ≤ total: the
-//     front waiter fits under the limit, and by I6 the eligible flag is set;
-//   - the waiter behind it fits under the limit too, so eligible stays set,
-//     as queued does.
-//
-// Held goes down by n and up by n, so the word stays as it was, and while
-// eligible is set nobody else may write it (I8): there is nothing to
-// install. It requires that s.mu is held.
-func (s *Semaphore) handOffFrontLocked(old state.Word, n int64) *waiter {
-	front := s.queue.head
-	somethingFree := old.Count() != 0 && mutant.Active != mutant.HandOffIgnoresFree
-	if s.barging() || somethingFree || front == nil || front.want() != n ||
-		front.next == nil {
-		return nil
-	}
-	if front.next.want() > old.Total() && mutant.Active != mutant.HandOffKeepsEligible {
-		return nil // the flags must change: walk
-	}
-	hook.At(hook.BeforeCAS) // where commitLocked would confirm the word
-	s.removeLocked(front)
-	front.status = granted
-	return front
 }
 
 // commitLocked serves the queue as base allows, base being old, a word

@@ -159,18 +159,24 @@ func New(initial, max int64, opts ...Option) (*Semaphore, error) {
 //     if ctx is done as well, Acquire may return ctx.Err() instead, and does
 //     when ctx was done before the call.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
-	if 0 < n && n <= MaxPermits && !isDone(ctx) && s.takeFree(n) {
-		return s.tokenFor(n), nil
-	}
-	w, err := s.acquireSlow(ctx, n)
-	if err != nil {
-		return token.Token{}, err
+	var w *waiter
+	if 0 < n && n <= MaxPermits && !isDone(ctx) {
+		if s.takeFree(n) {
+			return s.tokenFor(n), nil
+		}
+		w = s.queueBehind(n)
 	}
 	if w == nil {
-		if n == 0 {
-			return emptyToken(), nil
+		var err error
+		if w, err = s.acquireSlow(ctx, n); err != nil {
+			return token.Token{}, err
 		}
-		return s.tokenFor(n), nil // taken under the lock
+		if w == nil {
+			if n == 0 {
+				return emptyToken(), nil
+			}
+			return s.tokenFor(n), nil // taken under the lock
+		}
 	}
 	// Parked. The waiter waits here, not in a function of its own: a
 	// goroutine woken from a park pays for each frame it returns through
@@ -418,6 +424,32 @@ func (s *Semaphore) checkRequest(n int64) error {
 	return nil
 }
 
+// queueBehind is the arrival of a contended FIFO hand-off: it queues a
+// record for n permits behind the waiters already queued when one of them
+// fits under the limit (the eligible flag), and returns it; otherwise it
+// returns nil, and Acquire goes on to acquireSlow. Acquire's fast path has
+// checked n's range and the context, and under mu, with eligible set, the
+// fairness policy can only say "queue" and the flags already say so; so
+// what is left of acquireSlow's checks is the maximum, read from the word
+// loaded under the lock (a request above it goes on to acquireSlow for its
+// error). Together with the release's hand-off decided in one frame
+// (handBack), that made a limit-1 hand-off 12 % cheaper against chan, with
+// one P and with two (docs/benchmarks.md, optimisation 17).
+func (s *Semaphore) queueBehind(n int64) *waiter {
+	if s.barging() || !s.load().Eligible() {
+		return nil // a hint, without the lock: checked again under it
+	}
+	s.mu.Lock()
+	if old := s.load(); !old.Eligible() || old.Closed() || n > old.Max() {
+		s.mu.Unlock()
+		return nil
+	}
+	w := s.free.getLocked(s, n)
+	s.enqueueLocked(w, false)
+	s.mu.Unlock()
+	return w
+}
+
 // acquireSlow is Acquire's slow path, outlined so that the fast path can be
 // inlined. It fails, takes the n permits (returning a nil record), or
 // queues a record for Acquire to park on.
@@ -550,7 +582,7 @@ func (s *Semaphore) cancelLocked(w *waiter) {
 			return // fault: the granted permits are dropped
 		}
 		// Return the permits and serve the queue with them in one CAS.
-		s.wakeLocked(s.releaseLocked(w.want()))
+		s.releaseLocked(w.want())
 		return
 	case woken:
 		// The wake-up was meant for w; pass it on.
@@ -725,6 +757,12 @@ func (s *Semaphore) giveBack(n int64) bool {
 // guard rules that out unless the token was ended by two goroutines at once,
 // a data race in the caller.
 func (s *Semaphore) returnSlow(n int64, rec *waiter) {
+	if !s.barging() && mutant.Active != mutant.SkipWake {
+		// FIFO hand-off. handBack checks n against what is held, under
+		// the lock, so the word is not loaded here first.
+		s.handBack(n, rec)
+		return
+	}
 	for {
 		old := s.load()
 		new, ok := old.Release(n)
@@ -740,11 +778,9 @@ func (s *Semaphore) returnSlow(n int64, rec *waiter) {
 			continue
 		}
 		if !s.barging() || old.Starving() {
-			// Hand-off: the front waiters get the permits in the same
-			// step that returns them.
-			if !s.handBack(n, rec) {
-				panic(errReturnExceedsHeld)
-			}
+			// Hand-off (barging mode while starving): the front waiters
+			// get the permits in the same step that returns them.
+			s.handBack(n, rec)
 			return
 		}
 		// Barging: return the permits without the lock, then wake the

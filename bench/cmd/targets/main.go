@@ -30,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/atomicsem/atomicsem/bench/internal/stat"
 )
 
 // procsSuffix is the -GOMAXPROCS suffix that go test adds to names.
@@ -88,7 +90,7 @@ func (s samples) median(name, unit string) (float64, bool) {
 		return 0, false
 	}
 	slices.Sort(vs)
-	return quantile(vs, 0.5), true
+	return stat.Quantile(vs, 0.5), true
 }
 
 // pairedRatios returns the lower quartile, the median and the upper quartile
@@ -108,18 +110,7 @@ func (s samples) pairedRatios(num, den, unit string) ([3]float64, bool) {
 		ratios[i] = ns[i] / ds[i]
 	}
 	slices.Sort(ratios)
-	return [3]float64{quantile(ratios, 0.25), quantile(ratios, 0.5), quantile(ratios, 0.75)}, true
-}
-
-// quantile returns the q-quantile of sorted, interpolating linearly between
-// the two nearest samples; quantile(sorted, 0.5) is the median.
-func quantile(sorted []float64, q float64) float64 {
-	pos := q * float64(len(sorted)-1)
-	i := int(pos)
-	if i+1 >= len(sorted) {
-		return sorted[len(sorted)-1]
-	}
-	return sorted[i] + (pos-float64(i))*(sorted[i+1]-sorted[i])
+	return [3]float64{stat.Quantile(ratios, 0.25), stat.Quantile(ratios, 0.5), stat.Quantile(ratios, 0.75)}, true
 }
 
 // target is one line of the report: num/den in unit must not exceed max.

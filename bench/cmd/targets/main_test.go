@@ -64,24 +64,6 @@ func TestPairedRatiosRefuseUnpairedSamples(t *testing.T) {
 	}
 }
 
-func TestQuantile(t *testing.T) {
-	for _, c := range []struct {
-		sorted []float64
-		q      float64
-		want   float64
-	}{
-		{[]float64{1, 2, 3, 4}, 0, 1},
-		{[]float64{1, 2, 3, 4}, 0.25, 1.75},
-		{[]float64{1, 2, 3, 4}, 0.5, 2.5},
-		{[]float64{1, 2, 3, 4}, 1, 4},
-		{[]float64{7}, 0.75, 7},
-	} {
-		if got := quantile(c.sorted, c.q); !near(got, c.want) {
-			t.Errorf("quantile(%v, %v) = %v, want %v", c.sorted, c.q, got, c.want)
-		}
-	}
-}
-
 // A target whose ratio of medians and paired ratio disagree shows both
 // verdicts. Here atomicsem costs 1.2× chan in each round that runs in one
 // regime; in the second the machine slows between the two, so two of
