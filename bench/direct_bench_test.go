@@ -120,6 +120,31 @@ func BenchmarkDirect(b *testing.B) {
 			t.Release()
 		}
 	})
+	// The same two with Acquire's context check before the CAS.
+	b.Run("impl=tokencas/op=acquire", func(b *testing.B) {
+		s := newTokenCAS(1)
+		b.ReportAllocs()
+		defer measureCPU(b)()
+		for i := 0; i < b.N; i++ {
+			t, err := s.acquire(ctx, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t.Release()
+		}
+	})
+	b.Run("impl=wordcas/op=acquire", func(b *testing.B) {
+		s := newWordCAS(1, 1, 1)
+		b.ReportAllocs()
+		defer measureCPU(b)()
+		for i := 0; i < b.N; i++ {
+			t, err := s.acquire(ctx, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t.Release()
+		}
+	})
 	b.Run("impl=availcas/op=tryacquire", func(b *testing.B) {
 		s := newAvailCAS(1, 1, 1)
 		b.ReportAllocs()

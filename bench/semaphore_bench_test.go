@@ -27,28 +27,36 @@ func BenchmarkUncontended(b *testing.B) {
 	ctx := context.Background()
 	for _, im := range pick(everyone...) {
 		b.Run("impl="+im.name+"/op=acquire", func(b *testing.B) {
-			s, h := im.new(1, 1), new(held)
-			b.ReportAllocs()
-			defer measureCPU(b)()
-			for i := 0; i < b.N; i++ {
-				if err := s.acquire(ctx, 1, h); err != nil {
-					b.Fatal(err)
-				}
-				s.release(h)
-			}
+			serialAcquire(b, im, ctx)
 		})
 		b.Run("impl="+im.name+"/op=tryacquire", func(b *testing.B) {
 			serialTryAcquire(b, im)
 		})
 	}
 	// tokencas and wordcas build up from floorcas towards atomicsem's
-	// TryAcquire+Release in two steps, as in BenchmarkDirect, but with the
-	// token kept in the harness's record (docs/benchmarks.md, What would
-	// close the remaining gaps).
+	// fast paths in two steps, as in BenchmarkDirect, but with the token
+	// kept in the harness's record (docs/benchmarks.md, The fast paths'
+	// floors for Acquire).
 	for _, im := range pick("tokencas", "wordcas") {
+		b.Run("impl="+im.name+"/op=acquire", func(b *testing.B) {
+			serialAcquire(b, im, ctx)
+		})
 		b.Run("impl="+im.name+"/op=tryacquire", func(b *testing.B) {
 			serialTryAcquire(b, im)
 		})
+	}
+}
+
+// serialAcquire is BenchmarkUncontended's Acquire+Release.
+func serialAcquire(b *testing.B, im impl, ctx context.Context) {
+	s, h := im.new(1, 1), new(held)
+	b.ReportAllocs()
+	defer measureCPU(b)()
+	for i := 0; i < b.N; i++ {
+		if err := s.acquire(ctx, 1, h); err != nil {
+			b.Fatal(err)
+		}
+		s.release(h)
 	}
 }
 
@@ -68,8 +76,12 @@ func serialTryAcquire(b *testing.B, im impl) {
 // BenchmarkParallel measures GOMAXPROCS goroutines taking and returning one
 // permit each from a limit far above their number: no acquire ever waits,
 // so this is the fast path with the word's cache line moving between cores.
+//
+// tokencas and wordcas run here too: the least a one-word semaphore that
+// checks the context and returns a token from a call can cost when the word
+// moves between cores.
 func BenchmarkParallel(b *testing.B) {
-	for _, im := range pick(everyone...) {
+	for _, im := range pick(append(everyone, "tokencas", "wordcas")...) {
 		b.Run("impl="+im.name, func(b *testing.B) {
 			s := im.new(manyPermits, manyPermits)
 			b.ReportAllocs()

@@ -1,12 +1,14 @@
 package bench_test
 
-// tokencas and wordcas, in BenchmarkDirect, take atomicsem's
-// TryAcquire+Release apart, building up from floorcas's loop; availcas asks
+// tokencas and wordcas take atomicsem's fast paths apart (TryAcquire and
+// Release, and Acquire with its context check), building up from floorcas's
+// loop in BenchmarkDirect, BenchmarkUncontended and BenchmarkParallel; availcas asks
 // whether another layout of the word would check it more cheaply
 // (docs/benchmarks.md, What would close the remaining gaps).
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 
 	"github.com/atomicsem/atomicsem/internal/state"
@@ -37,6 +39,30 @@ func (s *tokenCAS) tryAcquire(n int64) (token.Token, bool) {
 	}
 }
 
+// acquire is tryAcquire with what atomicsem's Acquire must do first: fail
+// for a done context even when permits are free. It never waits; the
+// benchmarks that run it never run short of permits.
+//
+//go:noinline
+func (s *tokenCAS) acquire(ctx context.Context, n int64) (token.Token, error) {
+	if ctx.Err() != nil {
+		return token.Token{}, ctx.Err()
+	}
+	for {
+		old := s.v.Load()
+		if old < n {
+			return token.Token{}, errWouldWait
+		}
+		if s.v.CompareAndSwap(old, old-n) {
+			return token.New(s, n), nil
+		}
+	}
+}
+
+// errWouldWait is what tokencas's and wordcas's acquire return where
+// atomicsem's would park.
+var errWouldWait = errors.New("bench: out of permits, and this floor cannot wait")
+
 func (s *tokenCAS) ReturnPermits(n int64) {
 	for {
 		old := s.v.Load()
@@ -66,6 +92,25 @@ func (s *wordCAS) tryAcquire(n int64) (token.Token, bool) {
 		}
 		if s.word.CompareAndSwap(uint64(old), uint64(old.WithHeld(held))) {
 			return token.New(s, n), true
+		}
+	}
+}
+
+// acquire is tryAcquire after the context check, as tokenCAS.acquire is.
+//
+//go:noinline
+func (s *wordCAS) acquire(ctx context.Context, n int64) (token.Token, error) {
+	if ctx.Err() != nil {
+		return token.Token{}, ctx.Err()
+	}
+	for {
+		old := state.Word(s.word.Load())
+		held := old.Held() + n
+		if old&s.block != 0 || held > old.Total() {
+			return token.Token{}, errWouldWait
+		}
+		if s.word.CompareAndSwap(uint64(old), uint64(old.WithHeld(held))) {
+			return token.New(s, n), nil
 		}
 	}
 }
@@ -151,16 +196,18 @@ func (s *availCAS) ReturnPermits(n int64) {
 func (s *availCAS) ForgetPermits(int64) { panic("availcas does not forget") }
 
 // tokenCASSem and wordCASSem put tokencas and wordcas behind the harness's
-// sem interface, so that BenchmarkUncontended can take its TryAcquire+Release
-// apart as BenchmarkDirect does. There the token lives in the harness's
+// sem interface, so that BenchmarkUncontended and BenchmarkParallel can take
+// atomicsem's fast paths apart as BenchmarkDirect does. There the token lives in the harness's
 // record on the heap, not in the benchmark loop's frame, and costs more. The
 // two are written out, not one generic adapter: a type parameter would
 // reach tryAcquire through a dictionary, an indirect call atomicsem's
 // adapter does not make.
 type tokenCASSem struct{ s *tokenCAS }
 
-func (a tokenCASSem) acquire(context.Context, int64, *held) error {
-	panic("tokencas runs only in Uncontended/op=tryacquire")
+func (a tokenCASSem) acquire(ctx context.Context, n int64, h *held) error {
+	var err error
+	h.tok, err = a.s.acquire(ctx, n)
+	return err
 }
 
 func (a tokenCASSem) tryAcquire(n int64, h *held) bool {
@@ -173,8 +220,10 @@ func (a tokenCASSem) release(h *held) { h.tok.Release() }
 
 type wordCASSem struct{ s *wordCAS }
 
-func (a wordCASSem) acquire(context.Context, int64, *held) error {
-	panic("wordcas runs only in Uncontended/op=tryacquire")
+func (a wordCASSem) acquire(ctx context.Context, n int64, h *held) error {
+	var err error
+	h.tok, err = a.s.acquire(ctx, n)
+	return err
 }
 
 func (a wordCASSem) tryAcquire(n int64, h *held) bool {
