@@ -41,7 +41,9 @@ func (s *tokenCAS) tryAcquire(n int64) (token.Token, bool) {
 
 // acquire is tryAcquire with what atomicsem's Acquire must do first: fail
 // for a done context even when permits are free. It never waits; the
-// benchmarks that run it never run short of permits.
+// benchmarks that run it never run short of permits. The loop is written
+// out rather than a call of tryAcquire, which is not inlined: atomicsem's
+// Acquire makes no such call.
 //
 //go:noinline
 func (s *tokenCAS) acquire(ctx context.Context, n int64) (token.Token, error) {
