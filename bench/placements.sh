@@ -20,6 +20,8 @@
 #   BENCHTIME  -benchtime of each sample (default 300ms)
 #   CPU        -cpu list (default 1,2)
 #   IMPLS      implementations run (default atomicsem|chan|floorpark|floorparkword)
+#   ROWS       a pattern for the name's level after impl (default: every
+#              row), e.g. '^limit=1$' for one row of Contended
 #   SUBJECT    the implementation compared (default atomicsem)
 #   BASELINE   what it is compared against (default chan)
 #   OUT        directory for the binaries and raw results (default bench/out/placements)
@@ -40,6 +42,9 @@ ROUNDS=${ROUNDS:-10}
 BENCHTIME=${BENCHTIME:-300ms}
 CPU=${CPU:-1,2}
 IMPLS=${IMPLS:-'atomicsem|chan|floorpark|floorparkword'}
+ROWS=${ROWS:-}
+BENCH="$PATTERN/^impl=($IMPLS)\$"
+[ -n "$ROWS" ] && BENCH="$BENCH/$ROWS"
 SUBJECT=${SUBJECT:-atomicsem}
 BASELINE=${BASELINE:-chan}
 OUT=${OUT:-out/placements}
@@ -101,13 +106,13 @@ raw="$OUT/raw.txt"
 {
 	echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(go version)"
 	echo "# $(lscpu | grep -m1 'Model name' | sed 's/  */ /g'), $(nproc) CPUs"
-	echo "# placements.sh BEFORE=$BEFORE AFTER=$AFTER ROUNDS=$ROUNDS BENCHTIME=$BENCHTIME CPU=$CPU pattern=$PATTERN impls=$IMPLS"
+	echo "# placements.sh BEFORE=$BEFORE AFTER=$AFTER ROUNDS=$ROUNDS BENCHTIME=$BENCHTIME CPU=$CPU pattern=$BENCH"
 } >"$raw"
 for round in $(seq "$ROUNDS"); do
 	echo "== round $round of $ROUNDS" >&2
 	for pad in "${PADS[@]}"; do
 		for tree in before after; do
-			"$OUT/$tree$pad.test" -test.run '^$' -test.bench "$PATTERN/^impl=($IMPLS)\$" -test.benchmem \
+			"$OUT/$tree$pad.test" -test.run '^$' -test.bench "$BENCH" -test.benchmem \
 				-test.count 1 -test.benchtime "$BENCHTIME" -test.cpu "$CPU" |
 				grep '^Benchmark' |
 				sed -E "s#/impl=([^/[:space:]]*[^/[:space:]0-9-])(-[0-9]+)?(/|[[:space:]])#/impl=\1/tree=$tree/place=$pad\2\3#" >>"$raw"
