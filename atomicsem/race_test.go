@@ -255,7 +255,7 @@ func runRace(t *testing.T, allowed []string, iterate func(t *testing.T) string) 
 func TestRaceMixedOperationsOnOneSemaphore(t *testing.T) {
 	// New(2, 4) with two tokens of 1 taken: token 0 is released, token 1
 	// forgotten.
-	init := world{sem: model.Semaphore{Count: 0, Total: 2, Max: 4}}
+	init := world{sem: model.Semaphore{Available: 0, Limit: 2, Max: 4}}
 	allowed := allowedOutcomes(init,
 		releaseStep(0, 1),
 		func(w *world) string { return boolResult(w.sem.TryAcquire(1)) },
@@ -292,7 +292,7 @@ func TestRaceMixedOperationsOnOneSemaphore(t *testing.T) {
 func TestRaceCloseAgainstWordChanges(t *testing.T) {
 	// New(3, 4) with two tokens of 1 taken: token 0 is released, token 1
 	// forgotten.
-	init := world{sem: model.Semaphore{Count: 1, Total: 3, Max: 4}}
+	init := world{sem: model.Semaphore{Available: 1, Limit: 3, Max: 4}}
 	allowed := allowedOutcomes(init,
 		func(w *world) string { w.sem.Close(); return "ok" },
 		releaseStep(0, 1),

@@ -92,7 +92,7 @@ func newOpsRun(t *testing.T, d *decoder) *opsRun {
 // step decodes one operation, applies it to both sides and compares.
 func (r *opsRun) step(d *decoder) {
 	t, m := r.t, &r.m
-	anchors := []int64{m.Count, m.Total, m.Held(), m.Max, m.Max - m.Total, 0}
+	anchors := []int64{m.Available, m.Limit, m.Held(), m.Max, m.Max - m.Limit, 0}
 	switch op := d.next() % 9; op {
 	case 0:
 		n := d.arg(anchors...)
