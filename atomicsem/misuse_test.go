@@ -90,7 +90,7 @@ func TestCopiedGrantedTokenEndedTwicePanicsAndCorruptsNothing(t *testing.T) {
 		for secondName, second := range ends {
 			t.Run(firstName+"Then"+secondName, func(t *testing.T) {
 				s := mustNew(t, 1, 1)
-				p := grantedByHandOff(t, s)
+				p := grantedByHandOff(t, s, 1)
 				dup := copyToken(&p.tok)
 				first(&p.tok)
 				if firstName == "Split" {
@@ -112,7 +112,7 @@ func TestCopiedGrantedTokenEndedTwicePanicsAndCorruptsNothing(t *testing.T) {
 // another Acquire is parked on the record, which must go on being served.
 func TestCopyEndedWhileItsRecordIsReusedPanics(t *testing.T) {
 	s := mustNew(t, 1, 1)
-	first := grantedByHandOff(t, s)
+	first := grantedByHandOff(t, s, 1)
 	dup := copyToken(&first.tok)
 	first.tok.Release() // the record goes back on the free list
 
@@ -135,7 +135,7 @@ func TestConcurrentEndsOfAGrantedTokenPanicOnce(t *testing.T) {
 	s := mustNew(t, 2, 2)
 	for range 200 {
 		other := mustTake(t, s, 1) // so that a doubled return would be accepted by the word
-		p := grantedByHandOff(t, s)
+		p := grantedByHandOff(t, s, 1)
 		copies := []*token.Token{&p.tok, copyToken(&p.tok)}
 		var wg sync.WaitGroup
 		msgs := make([]string, 2)

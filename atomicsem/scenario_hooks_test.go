@@ -636,3 +636,73 @@ func TestScenarioCancelThenWakeOfARequeuedWaiterReturnsCtxErr(t *testing.T) {
 		})
 	}
 }
+
+// Bug shape: a barging waiter that has waited past the starvation bound is
+// woken, loses the permit to an arrival, and goes back to the queue. If
+// going back does not turn the semaphore to hand-off, arrivals keep
+// taking the permits from under it for as long as they come. Requeued,
+// it must make the next release hand the permit to it, and TryAcquire
+// must refuse to barge meanwhile.
+func TestScenarioStarvedLoserTurnsTheSemaphoreToHandOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 1, 1, atomicsem.WithBarging())
+		held := mustTake(t, s, 1)
+		w := park(t, s, t.Context(), 1)
+		time.Sleep(2 * atomicsem.DefaultStarvationBound)
+
+		var parks atomic.Int32
+		st := installStopper(t, func(site hook.Site) bool {
+			switch site {
+			case hook.AfterWake:
+				return parks.Load() == 0
+			case hook.BeforePark:
+				return parks.Inc() == 1
+			}
+			return false
+		})
+		held.Release() // wakes w to compete
+		require.Equal(t, hook.AfterWake, st.waitStop())
+		arrival := mustTake(t, s, 1) // and an arrival wins
+		st.resume()
+		require.Equal(t, hook.BeforePark, st.waitStop())
+		require.Equal(t, "starving", atomicsem.QueueState(s), "the starved loser must turn the semaphore to hand-off")
+
+		arrival.Release() // hands the permit to w
+		_, ok := s.TryAcquire(1)
+		require.False(t, ok, "an arrival barged past a waiter that waited past the bound")
+		st.resume()
+		synctest.Wait()
+		requireGranted(t, w, 1)
+		w.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+	})
+}
+
+// Bug shape: an arrival that saw the queue eligible without the lock, and
+// then, under the lock, queues behind it without looking again. Meanwhile
+// the queue emptied and the permit came free; queued with nobody ahead of
+// it and no release to come, it waits for ever beside a free permit.
+func TestScenarioArrivalLooksAgainUnderTheLockBeforeQueueing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 1, 1)
+		held := mustTake(t, s, 1)
+		w := park(t, s, t.Context(), 1)
+
+		st := installStopper(t, func(site hook.Site) bool { return site == hook.BeforeQueue })
+		arrival := goAcquire(t.Context(), s, 1)
+		require.Equal(t, hook.BeforeQueue, st.waitStop())
+
+		held.Release() // grants w; the queue empties
+		synctest.Wait()
+		requireGranted(t, w, 1)
+		w.tok.Release() // the permit is free, nobody is queued
+		require.Equal(t, "empty", atomicsem.QueueState(s))
+
+		st.resume()
+		synctest.Wait()
+		require.True(t, arrival.returned(), "the arrival parked beside a free permit: %+v", s.Stats())
+		requireGranted(t, arrival, 1)
+		arrival.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+	})
+}
