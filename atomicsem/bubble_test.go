@@ -53,9 +53,21 @@ func TestOneSemaphoreParksInsideAndOutsideBubbles(t *testing.T) {
 				p.waitFor(t)
 				require.NoError(t, p.err)
 			}
-			require.NoError(t, <-idle)
+			select {
+			case err := <-idle:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("WaitIdle did not return after the last release")
+			}
 		}
 		inside := func(t *testing.T) {
+			// A waiter parked on a channel made outside the bubble is not
+			// durably blocked, and synctest.Wait then waits for ever;
+			// fail the run rather than hang it.
+			watchdog := time.AfterFunc(20*time.Second, func() {
+				panic("a synctest bubble is stuck: is a waiter parked on a channel made outside it?")
+			})
+			defer watchdog.Stop()
 			synctest.Test(t, func(t *testing.T) {
 				held := mustTake(t, s, 1)
 				var ps []*pendingAcquire
