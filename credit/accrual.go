@@ -1,6 +1,7 @@
 package credit
 
 import (
+	"math"
 	"math/big"
 	"time"
 )
@@ -152,9 +153,13 @@ func (b *Bucket) pokeLocked() {
 }
 
 // dueLocked returns the whole credits accrued since origin and not yet
-// minted, as of now; none if the clock reads before the last mint. It
+// minted, as of now; none if the clock reads before the last mint, and
+// without limit at an infinite rate, however little time has passed. It
 // requires b.mu.
 func (b *Bucket) dueLocked(now int64) uint64 {
+	if b.rate.inf {
+		return math.MaxUint64
+	}
 	d := now - b.origin
 	if d <= 0 {
 		return 0

@@ -183,9 +183,9 @@ func checkRate(rate float64) error {
 func (b *Bucket) checkRequest(n int64) error {
 	switch {
 	case n < 0:
-		return fmt.Errorf("credit: %w: %d credits", atomicsem.ErrInvalidPermits, n)
+		return fmt.Errorf("credit: a request for %d credits (%w)", n, atomicsem.ErrInvalidPermits)
 	case n > b.burst:
-		return fmt.Errorf("credit: %w: %d credits, burst %d", atomicsem.ErrExceedsMax, n, b.burst)
+		return fmt.Errorf("credit: %d credits exceed the burst of %d (%w)", n, b.burst, atomicsem.ErrExceedsMax)
 	}
 	return nil
 }
