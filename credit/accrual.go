@@ -4,142 +4,173 @@ import (
 	"math"
 	"math/big"
 	"time"
+	"weak"
 )
 
-// Minting the accrual.
+// Settling the accrual.
 //
 // The credit due for the time since accrual started is added to the
 // semaphore with Refill by one goroutine at a time, the holder of mu, which
-// first claims the interval (it advances minted under mu) and then adds
-// the credit. A claim that was only a compare-and-swap on a time stamp
-// would let two minters add disjoint intervals, each capped by the room it
-// saw, and a spend between the two refills would make room for both: the
-// bucket would then hold credit that the ceiling should have discarded.
-// Holding mu across the claim and the refill rules that out, and keeps the
-// balance plus the credit being minted within the burst at every moment.
+// advances minted and adds the credit under it (settleLocked). A claim that
+// was only a compare-and-swap on a time stamp would let two minters add
+// disjoint intervals, each capped by the room it saw, and a spend between
+// their refills would make room for both: the bucket would then hold
+// credit that the ceiling should have discarded.
 //
-// The spends themselves stay lock-free (one compare-and-swap on the
-// semaphore), so the one thing a spend must tell the accrual is that it
-// took credit out of a full bucket, which restarts accrual then: a minter
-// that fills the bucket sets the phase word to full before it lets go of
-// mu, and a spend that finds the phase full after its compare-and-swap
-// records a restart at its time. The minter, for its part, looks at the
-// limit again after setting full: a spend that slipped in between saw
-// neither full nor a filled bucket's room, so one of the two always sees
-// the other (both write, then read the other's word).
+// The spends stay lock-free, one compare-and-swap on the semaphore, and a
+// spend that finds enough credit reads no clock, so a settle does not know
+// when the spends since the last one happened. It takes them all to have
+// happened at its own moment, after the accrual: it caps the accrual by
+// the room there was at the last settle (burst − lastLimit), and only then
+// takes the spends off. A spend that happened earlier could only have left
+// more room for the accrual, so this never credits more than the bucket
+// would have held; where the bucket filled in between, credit that left it
+// restarts accrual at the settle, a little late.
+//
+// So that this costs nothing in the common case, the bucket is never left
+// unmarked for long once it fills: a settle that leaves it short arms a
+// timer (fill) for the moment the accrual will fill it, at the earliest
+// minFillDelay later, and the timer settles it, which marks it full. While
+// full is set, a spend reads the clock after all: it settles the accrual
+// at once, which restarts it then, so time spent full is never banked.
+// The settle that sets full looks at the limit again after setting it: a
+// spend in between saw neither the flag nor the settle's result, and this
+// way one of the two sees the other (both write, then read the other's
+// word).
 
-// settleLocked mints the credit accrued since the last mint, up to the
-// burst, and, if take > 0, also spends take credits for good when the
-// balance with what it mints covers them. It reports whether it spent them.
-// It requires b.mu.
+// minFillDelay is the least delay of the fill timer. A bucket that fills
+// sooner than this after being settled is marked full at this delay, and a
+// spend in between restarts accrual that much later than it should: the
+// credit of at most this long is lost. It bounds the timer to ten thousand
+// firings a second for a bucket drained as fast as it fills.
+const minFillDelay = 100 * time.Microsecond
+
+// settleLocked mints the credit accrued since the last settle, up to the
+// room there was then, and, if take > 0, also spends take credits for good
+// when the balance with what it mints covers them. It reports whether it
+// spent them. It requires b.mu.
 func (b *Bucket) settleLocked(take int64) bool {
 	now := b.now()
-	ph := phase(b.phase.Load())
-	if ph == full {
-		if limit, _ := b.sem.TryForget(0); limit >= b.burst {
-			// Nothing accrues while full. Credit taken out of it
-			// restarts accrual, at a time read after the spend.
-			if take == 0 {
-				return false
-			}
-			if _, ok := b.sem.TryForget(take); !ok {
-				return false
-			}
-			b.restartLocked()
-			return true
-		}
-		// Credit has left the full bucket, and the spend's restart has
-		// not landed yet. Restart here, at a time read after seeing the
-		// room, so not before the spend; the spend's own compare-and-swap
-		// then finds the phase moved and does nothing.
-		now = b.now()
-		b.phase.CompareAndSwap(uint64(full), uint64(restartAt(now)))
-		ph = phase(b.phase.Load())
-	}
-	if ph.restarting() {
-		b.origin, b.minted = ph.at(), 0
-		b.phase.Store(uint64(accruing)) // only a holder of mu moves it on from a restart
-	}
-
-	due := b.dueLocked(now)
 	limit, _ := b.sem.TryForget(0)
-	room := b.burst - limit // the limit only falls while mu is held, so room only grows
-	if due == 0 || room <= 0 {
-		if take == 0 {
-			return false
+	spent := b.lastLimit - limit // spends since the last settle: only they lower the limit
+	wasFull := b.full.Load()
+
+	// The accrual, up to the room left by the last settle.
+	var mint int64
+	fills := wasFull
+	if !wasFull {
+		due := b.dueLocked(now)
+		if room := b.burst - b.lastLimit; due >= uint64(room) {
+			mint, fills = room, true
+		} else {
+			mint = int64(due)
+			b.minted += due
+			b.rebaseLocked()
 		}
-		_, ok := b.sem.TryForget(take) // not full (P1), so not a spend from full
-		return ok
-	}
-	fills := due >= uint64(room)
-	add := room
-	if !fills {
-		add = int64(due)
 	}
 
 	// Spend from what is minted first, then from the balance.
-	took, spendFromSem := false, false
-	switch {
-	case take == 0:
-	case add >= take:
-		took, add = true, add-take
-	default:
-		if _, ok := b.sem.TryForget(take - add); ok {
-			took, spendFromSem, add = true, true, 0
+	took, fromBalance := false, int64(0)
+	if take > 0 {
+		if mint >= take {
+			took, mint = true, mint-take
+		} else if _, ok := b.sem.TryForget(take - mint); ok {
+			took, fromBalance, mint = true, take-mint, 0
 		}
 	}
-	if add > 0 {
-		b.sem.Refill(add) // room only grows, so all of add fits
+	if mint > 0 {
+		b.sem.Refill(mint) // the limit has only fallen since lastLimit, so all of it fits
 	}
+	b.lastLimit = limit + mint - fromBalance
 
 	switch {
-	case !fills:
-		b.minted += due
-		b.rebaseLocked()
-	case took:
-		// The accrual filled the bucket and the spend took credit out
-		// of it: accrual starts again from the spend. With nothing
-		// changed in the semaphore but by this call, or only the refill
-		// of what was left, the spend happened at now, when the accrual
-		// was read; one that took from the balance happened later.
-		if spendFromSem {
+	case fills && (spent > 0 || took):
+		// The bucket was full and credit has left it: accrual starts
+		// again. The spends since the last settle are taken to be now,
+		// and so is one from what was minted; one from the balance came
+		// after now.
+		if fromBalance > 0 {
 			now = b.now()
 		}
-		b.origin, b.minted = now, 0
-	default:
-		b.phase.Store(uint64(full))
-		if limit, _ := b.sem.TryForget(0); limit < b.burst {
-			// A spend slipped in between the refill and the store.
-			b.restartLocked()
+		b.restartLocked(now)
+	case fills:
+		b.full.Store(true)
+		if limit, _ := b.sem.TryForget(0); limit < b.lastLimit {
+			// A spend slipped in between the read of the limit and the
+			// store, and saw neither.
+			b.lastLimit = limit
+			b.restartLocked(b.now())
 		}
+	}
+	if !b.full.Load() {
+		b.armFillLocked(now)
 	}
 	return took
 }
 
-// restartLocked records a restart at the present moment if the phase is
-// full, and wakes the waiter at the front to look again. It requires b.mu.
-func (b *Bucket) restartLocked() {
-	if b.phase.CompareAndSwap(uint64(full), uint64(restartAt(b.now()))) {
-		b.pokeLocked()
-	}
+// restartLocked starts accrual afresh at now, with no fraction carried,
+// and wakes the waiter at the front to look again. It requires b.mu.
+func (b *Bucket) restartLocked(now int64) {
+	b.origin, b.minted = now, 0
+	b.full.Store(false)
+	b.pokeLocked()
 }
 
 // spent is called after credit has left the bucket for good without mu: if
-// it left a full bucket, accrual restarts now, and a waiter parked with no
-// accrual to wait for is woken to look again.
+// it left a full bucket, the accrual is settled at once, which restarts it
+// now.
 func (b *Bucket) spent() {
-	if phase(b.phase.Load()) == full {
-		b.restart()
+	if b.full.Load() {
+		b.settleSpent()
 	}
 }
 
-// restart is spent's slow path, outlined so that spent inlines.
-func (b *Bucket) restart() {
-	if b.phase.CompareAndSwap(uint64(full), uint64(restartAt(b.now()))) && b.waiting.Load() != 0 {
-		b.mu.Lock()
-		b.pokeLocked()
-		b.mu.Unlock()
+// settleSpent is spent's slow path, outlined so that spent inlines.
+func (b *Bucket) settleSpent() {
+	b.mu.Lock()
+	b.settleLocked(0)
+	b.mu.Unlock()
+}
+
+// armFillLocked sets the fill timer for the moment the accrual will fill
+// the room the last settle left, unless it is set for that moment or
+// sooner already (a timer that fires early only settles again). It
+// requires b.mu, and that the bucket is not full.
+func (b *Bucket) armFillLocked(now int64) {
+	room := b.burst - b.lastLimit
+	if room <= 0 || b.rate.inf || b.rate.num == 0 {
+		return
 	}
+	d, ok := b.rate.timeFor(b.minted + uint64(room))
+	if !ok || d > maxWait-b.origin {
+		return // never, as far as the clock reaches
+	}
+	at := max(b.origin+d, now+int64(minFillDelay))
+	if b.fillAt != 0 && b.fillAt <= at {
+		return
+	}
+	b.fillAt = at
+	if b.fill == nil {
+		// The timer holds the bucket weakly, so that a bucket dropped
+		// while it accrues is not kept alive until it would have filled.
+		w := weak.Make(b)
+		b.fill = time.AfterFunc(time.Duration(at-now), func() {
+			if b := w.Value(); b != nil {
+				b.onFill()
+			}
+		})
+		return
+	}
+	b.fill.Reset(time.Duration(at - now))
+}
+
+// onFill is the fill timer's function: it settles the accrual, which
+// marks the bucket full if it is, or sets the timer again.
+func (b *Bucket) onFill() {
+	b.mu.Lock()
+	b.fillAt = 0
+	b.settleLocked(0)
+	b.mu.Unlock()
 }
 
 // pokeLocked cancels the park of the waiter at the front, if it is parked,
@@ -220,7 +251,7 @@ func carry(prev, next ratio, elapsed int64, minted uint64) int64 {
 // zero, the bucket is full, or the moment lies beyond the clock's range).
 // It requires b.mu, with the accrual just settled.
 func (b *Bucket) wakeLocked(n int64) (time.Time, bool) {
-	if phase(b.phase.Load()) != accruing {
+	if b.full.Load() {
 		return time.Time{}, false
 	}
 	st := b.sem.Stats()

@@ -81,8 +81,10 @@ type Bucket struct {
 	// waiting counts Spend and Acquire calls past their fast paths; while
 	// it is not zero the fast paths refuse, so as not to overtake them.
 	waiting atomic.Int32
-	// phase is the accrual phase word (see phase.go).
-	phase atomic.Uint64
+	// full is set while the bucket is full and nothing accrues; a spend
+	// that finds it set settles the accrual, which restarts it then (see
+	// accrual.go).
+	full atomic.Bool
 
 	burst int64
 	// epoch is the origin of the bucket's clock: times are nanoseconds
@@ -97,9 +99,16 @@ type Bucket struct {
 	minted uint64  // credits added since origin; guarded by mu
 	rate   ratio   // guarded by mu
 	rateF  float64 // the rate as given; guarded by mu
+	// lastLimit is the semaphore's limit as the last settle left it; the
+	// limit falls below it only by the spends made since. Guarded by mu.
+	lastLimit int64
 	// poke cancels the front waiter's park, so that it looks at the
 	// accrual again; nil while it is not parked. Guarded by mu.
 	poke context.CancelFunc
+	// fill marks the bucket full when accrual fills it (see armFillLocked);
+	// fillAt is when it is set to fire, 0 when it is not. Guarded by mu.
+	fill   *time.Timer
+	fillAt int64
 
 	// clock, if set, replaces the monotonic clock (tests only).
 	clock func() int64
@@ -154,8 +163,13 @@ func New(rate float64, burst int64, opts ...Option) (*Bucket, error) {
 		rate:  ratioOf(rate),
 		rateF: rate,
 	}
+	b.lastLimit = cfg.initial
 	if cfg.initial == burst {
-		b.phase.Store(uint64(full))
+		b.full.Store(true)
+	} else {
+		b.mu.Lock()
+		b.armFillLocked(0)
+		b.mu.Unlock()
 	}
 	return b, nil
 }
@@ -339,12 +353,16 @@ func (b *Bucket) SetRate(rate float64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.settleLocked(0)
-	if phase(b.phase.Load()) == accruing {
+	if !b.full.Load() {
 		now := b.now()
 		b.origin = now - carry(b.rate, next, now-b.origin, b.minted)
 		b.minted = 0
 	}
 	b.rate, b.rateF = next, rate
+	b.fillAt = 0 // the timer may be set for a moment the new rate does not reach
+	if !b.full.Load() {
+		b.armFillLocked(b.now())
+	}
 	b.pokeLocked()
 	return nil
 }

@@ -39,20 +39,26 @@ func (b *Bucket) tryReserve(n int64) *reservation {
 const errEndedTwice = "credit: a token from Acquire was ended twice, or more of it than it held (was it copied?)"
 
 // ReturnPermits implements token.Owner: the credit goes back to the
-// balance.
+// balance. A waiter at the front that it does not cover now needs less
+// accrual, so it is woken to re-arm its timer.
 func (r *reservation) ReturnPermits(n int64, _ uint32) {
 	if n == 0 {
 		return // a part for nothing, split off with Split(0)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.check(n)
 	if n == r.tok.Permits() {
 		r.tok.Release()
-		return
+	} else {
+		part, _ := r.tok.Split(n)
+		part.Release()
 	}
-	part, _ := r.tok.Split(n)
-	part.Release()
+	r.mu.Unlock()
+	if b := r.b; b.waiting.Load() != 0 {
+		b.mu.Lock()
+		b.pokeLocked()
+		b.mu.Unlock()
+	}
 }
 
 // ForgetPermits implements token.Owner: the credit is spent, which
