@@ -25,15 +25,20 @@ import (
 // after the release or limit change that made its permits available.
 func (s *Semaphore) TryForget(n int64) (limit int64, ok bool) {
 	if 0 < n && n <= MaxPermits {
-		if w, ok := s.forgetFast(n); ok {
+		w, ok := s.forgetFast(n)
+		if ok {
 			return w.Limit(), true
+		}
+		if w < state.BlockLimitMove {
+			return w.Limit(), false // too few permits, and no queue to serve
 		}
 	}
 	return s.tryForgetSlow(n)
 }
 
 // forgetFast is TryForget's fast path: one CAS while nobody is queued and
-// n permits are free; it returns the word it installed. It requires
+// n permits are free; it returns the word it installed, or the word that
+// refused it. It requires
 // 0 < n ≤ MaxPermits. (n available means n ≤ limit, as LessLimit needs.)
 func (s *Semaphore) forgetFast(n int64) (state.Word, bool) {
 	for {
@@ -49,9 +54,9 @@ func (s *Semaphore) forgetFast(n int64) (state.Word, bool) {
 }
 
 // tryForgetSlow is TryForget for a request of nothing or out of range, or
-// one the fast path refused: for too few permits, a closed semaphore, or
-// waiters queued, whose queue state the limit decides. changeLimit then
-// makes the change under the queue lock when anyone is queued.
+// one the fast path refused on a closed semaphore or with waiters queued,
+// whose queue state the limit decides: changeLimit then makes the change
+// under the queue lock.
 func (s *Semaphore) tryForgetSlow(n int64) (limit int64, ok bool) {
 	s.made()
 	if n < 0 || n > MaxPermits {

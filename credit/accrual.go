@@ -92,7 +92,11 @@ func (b *Bucket) settleLocked(take int64) bool {
 		if fromBalance > 0 {
 			now = b.now()
 		}
-		b.restartLocked(now)
+		b.origin, b.minted = now, 0
+		if wasFull {
+			b.full.Store(false)
+			b.pokeLocked()
+		}
 	case fills:
 		b.full.Store(true)
 		if limit, _ := b.sem.TryForget(0); limit < b.lastLimit {
@@ -137,6 +141,9 @@ func (b *Bucket) settleSpent() {
 // sooner already (a timer that fires early only settles again). It
 // requires b.mu, and that the bucket is not full.
 func (b *Bucket) armFillLocked(now int64) {
+	if b.fillAt != 0 && b.fillAt <= now+int64(minFillDelay) {
+		return // set for the earliest moment it could be set for, or sooner
+	}
 	room := b.burst - b.lastLimit
 	if room <= 0 || b.rate.inf || b.rate.num == 0 {
 		return
