@@ -91,7 +91,9 @@ func TestSpendingKeepsTheFraction(t *testing.T) {
 
 // Time spent full is not banked: credit taken out of a full bucket starts
 // accrual anew, however long it sat full, and the next credit comes a
-// whole period after the spend.
+// whole period after the spend. The bucket is not looked at while it fills
+// and sits full, and the spend finds its credit in the balance, so it
+// reads no clock unless the bucket was marked full when it filled.
 func TestTimeSpentFullIsNotBanked(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -113,17 +115,35 @@ func TestTimeSpentFullIsNotBanked(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := mustNew(t, 10, 5, credit.WithInitial(0))
+				b := mustNew(t, 10, 10, credit.WithInitial(5))
 				time.Sleep(time.Hour) // full after 500ms, then 59.5 minutes full, unlooked at
 				tt.spend(b, 5)
-				require.Zero(t, balance(b))
+				require.Equal(t, int64(5), balance(b))
 				time.Sleep(100*time.Millisecond - 1)
-				require.Zero(t, balance(b), "a credit came early: time spent full was banked")
-				time.Sleep(1)
-				require.Equal(t, int64(1), balance(b))
+				require.Equal(t, int64(5), balance(b), "a credit came early: time spent full was banked")
+				time.Sleep(time.Nanosecond)
+				require.Equal(t, int64(6), balance(b), "accrual did not restart at the spend")
 			})
 		})
 	}
+}
+
+// A spend that finds its credit in the balance reads no clock, and a bucket
+// that fills sooner than minFillDelay after it was last looked at is not
+// yet marked full; such a spend must still never leave the bucket holding
+// more than the continuous model would (here the model holds 5 + 1: full at
+// 5µs, 5 spent at 50µs, one more by 51µs). It may hold less.
+func TestSpendBeforeTheBucketIsMarkedFullNeverOverCredits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, 1e6, 10, credit.WithInitial(5))
+		require.Equal(t, int64(5), balance(b)) // looked at: the fill timer is set 100µs on
+		time.Sleep(50 * time.Microsecond)
+		require.True(t, b.TrySpend(5))
+		time.Sleep(time.Microsecond)
+		require.LessOrEqual(t, balance(b), int64(6))
+		time.Sleep(time.Millisecond)
+		require.Equal(t, int64(10), balance(b))
+	})
 }
 
 // A reservation taken from a full bucket keeps it full (reserved credit

@@ -56,7 +56,9 @@ func TestHeadWaiterWakesExactlyWhenCreditIsThere(t *testing.T) {
 	for _, tt := range tests {
 		t.Run("", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := mustNew(t, tt.rate, tt.n, credit.WithInitial(0))
+				// A burst above n, so that the bucket's own fill timer does
+				// not fire at the same moment and serve the waiter for it.
+				b := mustNew(t, tt.rate, 2*tt.n, credit.WithInitial(0))
 				start := time.Now()
 				require.NoError(t, b.Spend(context.Background(), tt.n))
 				require.Equal(t, tt.want, time.Since(start))
@@ -89,7 +91,10 @@ func TestWaitersAreServedInArrivalOrder(t *testing.T) {
 			}()
 		}
 		time.Sleep(200 * time.Millisecond)
+		require.Equal(t, int64(2), balance(b), "two credits accrued, short of the first waiter's 5")
 		require.False(t, b.TrySpend(1), "TrySpend overtook a waiter")
+		_, ok := b.TryAcquire(1)
+		require.False(t, ok, "TryAcquire overtook a waiter")
 		require.Equal(t, 4, b.Stats().Waiters)
 		for _, p := range ps {
 			<-p.done
@@ -161,7 +166,9 @@ func TestRateChangeMidWait(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := mustNew(t, 10, 10, credit.WithInitial(0))
+				// A burst above the request, so that the bucket's own
+				// fill timer does not serve the waiter for it.
+				b := mustNew(t, 10, 20, credit.WithInitial(0))
 				start := time.Now()
 				p := goSpend(context.Background(), b, 10)
 				if tt.after > 0 {
