@@ -92,6 +92,9 @@ func newCreditChecks() creditChecks {
 // beyond the burst: the waiters' wake-up latency on a loaded machine.
 const demandSlack = 200 * time.Millisecond
 
+// maxRequest is the most credit one call of the workload asks for.
+const maxRequest = 4
+
 // runCredit runs the credit workload described by cfg, prints its report
 // and returns whether every invariant held.
 func runCredit(cfg config) bool {
@@ -99,9 +102,9 @@ func runCredit(cfg config) bool {
 		cfg.progressEvery = 2 * time.Second
 	}
 	r := &creditRunner{cfg: cfg, checks: newCreditChecks(), start: time.Now()}
-	r.b = credit.MustNew(cfg.rate, cfg.max)
+	r.b = credit.MustNew(cfg.rate, cfg.burst)
 	fmt.Fprintf(cfg.out, "credit stress: seed=%d duration=%v goroutines=%d rate=%v burst=%d\n",
-		cfg.seed, cfg.duration, cfg.goroutines, cfg.rate, cfg.max)
+		cfg.seed, cfg.duration, cfg.goroutines, cfg.rate, cfg.burst)
 
 	stop := make(chan struct{})
 	var mon sync.WaitGroup
@@ -141,9 +144,8 @@ func (r *creditRunner) work(ctx context.Context, rng *rand.Rand) {
 		r.counts.add(&c)
 		r.mu.Unlock()
 	}()
-	burst := r.cfg.max
 	for !r.stopping.Load() {
-		n := 1 + rng.Int64N(max(burst/4, 1))
+		n := 1 + rng.Int64N(maxRequest)
 		switch op := rng.IntN(10); {
 		case r.demandOnly.Load() || op < 1:
 			r.claimed.Add(n)
@@ -251,7 +253,7 @@ func (r *creditRunner) monitor(stop <-chan struct{}) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	var history []sample // the last few hundred samples, oldest first
-	burst, rate := float64(r.cfg.max), r.cfg.rate
+	burst, rate := float64(r.cfg.burst), r.cfg.rate
 	lastOps, lastMove, lastPrint := int64(0), time.Now(), time.Now()
 	for {
 		select {
@@ -304,14 +306,14 @@ func (r *creditRunner) demandPhase(d time.Duration) {
 	time.Sleep(demandSlack) // let the workers of the mixed phase finish their calls
 	first := r.take()
 	end := time.Now().Add(d - demandSlack)
-	rate, burst := r.cfg.rate, float64(r.cfg.max)
+	rate, burst := r.cfg.rate, float64(r.cfg.burst)
 	for time.Now().Before(end) {
 		time.Sleep(20 * time.Millisecond)
 		// A lower bound needs the window understated: the sample's
 		// spent is read before its clock, and first's claimed after.
 		s := r.take()
 		got := float64(s.spent - first.claimed)
-		want := rate*(s.at-first.at-demandSlack).Seconds() - burst - float64(r.cfg.goroutines)*burst/4
+		want := rate*(s.at-first.at-demandSlack).Seconds() - burst - float64(r.cfg.goroutines*maxRequest)
 		r.mu.Lock()
 		r.worst = max(r.worst, rate*(s.at-first.at).Seconds()-got)
 		r.mu.Unlock()
@@ -329,13 +331,13 @@ func (r *creditRunner) creditReport() {
 	elapsed := time.Since(r.start)
 	out := r.cfg.out
 	fmt.Fprintf(out, "\nran %v: %d ops (seed %d, rate %v, burst %d)\n",
-		elapsed.Round(time.Millisecond), r.ops.Load(), r.cfg.seed, r.cfg.rate, r.cfg.max)
+		elapsed.Round(time.Millisecond), r.ops.Load(), r.cfg.seed, r.cfg.rate, r.cfg.burst)
 	fmt.Fprintf(out, "  TrySpend    %d spent, %d refused\n", c.trySpendOK, c.trySpendFail)
 	fmt.Fprintf(out, "  Spend       %d spent, %d cancelled, %d past deadline\n", c.spendOK, c.spendCancelled, c.spendDeadline)
 	fmt.Fprintf(out, "  reserve     %d taken, %d refused or timed out; settled by %d forgets and %d releases\n",
 		c.reserveOK, c.reserveFail, c.forgotten, c.released)
 	fmt.Fprintf(out, "  credit      %d spent (%d of it forgotten reservations), %d returned; accrual %.0f\n",
 		c.creditSpent, c.creditForgotten, c.creditReturned, r.cfg.rate*elapsed.Seconds())
-	r.checks.demand.setDetail(fmt.Sprintf("largest lag behind the accrual %.0f credits (burst %d)", worst, r.cfg.max))
+	r.checks.demand.setDetail(fmt.Sprintf("largest lag behind the accrual %.0f credits (burst %d)", worst, r.cfg.burst))
 	printInvariants(out, r.checks.all(), r.cfg.seed)
 }

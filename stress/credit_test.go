@@ -21,6 +21,7 @@ func TestCreditStressFindsNoViolation(t *testing.T) {
 		seed:          1,
 		credit:        true,
 		rate:          2000,
+		burst:         256,
 		out:           &out,
 		progressEvery: time.Second,
 	})
@@ -34,7 +35,7 @@ func TestCreditStressFindsNoViolation(t *testing.T) {
 func TestCreditChecksCatchOverCredit(t *testing.T) {
 	var out bytes.Buffer
 	r := &creditRunner{
-		cfg:    config{max: 16, rate: 1000, out: &out, progressEvery: time.Hour},
+		cfg:    config{burst: 16, rate: 1000, out: &out, progressEvery: time.Hour},
 		checks: newCreditChecks(),
 		start:  time.Now(),
 		b:      credit.MustNew(1000, 16),
@@ -52,4 +53,24 @@ func TestCreditChecksCatchOverCredit(t *testing.T) {
 	<-done
 	require.Positive(t, r.checks.cumulative.failed.Load())
 	require.Positive(t, r.checks.window.failed.Load())
+}
+
+func TestCreditConfigRejectsNonsense(t *testing.T) {
+	good := config{duration: time.Second, goroutines: 1, max: 1, credit: true, rate: 100, burst: 16}
+	require.NoError(t, good.validate())
+	tests := []struct {
+		name   string
+		change func(*config)
+	}{
+		{"zero rate", func(c *config) { c.rate = 0 }},
+		{"rate beyond a credit a nanosecond", func(c *config) { c.rate = 1e9 }},
+		{"burst below a request", func(c *config) { c.burst = 3 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := good
+			tt.change(&c)
+			require.Error(t, c.validate())
+		})
+	}
 }

@@ -41,8 +41,9 @@ func main() {
 	flag.Int64Var(&cfg.max, "max", 16, "the semaphore's maximum (the ceiling of its limit)")
 	flag.Uint64Var(&cfg.seed, "seed", 0, "seed for the workload's decisions; 0 picks one from the clock")
 	flag.BoolVar(&cfg.barging, "barging", false, "build the semaphore WithBarging instead of FIFO")
-	flag.BoolVar(&cfg.credit, "credit", false, "run the credit bucket workload, with -max as its burst")
+	flag.BoolVar(&cfg.credit, "credit", false, "run the credit bucket workload instead")
 	flag.Float64Var(&cfg.rate, "rate", 2000, "the credit workload's rate, in credits per second")
+	flag.Int64Var(&cfg.burst, "burst", 256, "the credit workload's burst")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "stress: unexpected arguments %q\n", flag.Args())

@@ -23,6 +23,7 @@ type config struct {
 	barging    bool
 	credit     bool    // run the credit workload (credit.go) instead
 	rate       float64 // the credit workload's rate, credits per second
+	burst      int64   // the credit workload's burst
 
 	out  io.Writer
 	live bool // rewrite one progress line in place; otherwise print lines
@@ -41,6 +42,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-max must be in [1, %d]", atomicsem.MaxPermits)
 	case c.credit && !(c.rate > 0 && c.rate < 1e9):
 		return errors.New("-rate must be in (0, 1e9)")
+	case c.credit && (c.burst < 4 || c.burst > atomicsem.MaxPermits):
+		return fmt.Errorf("-burst must be in [4, %d]", atomicsem.MaxPermits)
 	}
 	return nil
 }
