@@ -8,7 +8,9 @@
 // when an operation needs it, and the fraction of a credit not yet accrued
 // is kept, so that after t seconds from empty, with nothing spent, the
 // balance is exactly min(burst, ⌊rate·t⌋). Time spent full is not banked:
-// the first credit taken out of a full bucket starts accrual anew.
+// the first credit taken out of a full bucket starts accrual anew. (So that
+// a spend need not read the clock to know, one timer marks a bucket full
+// when its accrual fills it.)
 //
 // TrySpend takes credit for good if the balance covers it now; Spend waits
 // for it in FIFO order. Acquire and TryAcquire reserve credit as a
