@@ -371,6 +371,52 @@ func TestRaceCancelAgainstGrant(t *testing.T) {
 	})
 }
 
+// A parked waiter's cancellation, then the release that would grant it,
+// in that order, with a second waiter behind it (the order x/sync's
+// TestWeightedAcquireCanceled checks): the first waiter may notice its ctx
+// before or after the grant, but a done ctx wins either way, so it returns
+// ctx.Err() and the permit reaches the second waiter.
+func TestRaceCancelThenGrant(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		allowed := []string{
+			"first=context canceled second=ok | avail=0 held=1 limit=1 waiters=0 closed=false",
+		}
+		runRace(t, allowed, func(t *testing.T) string {
+			s := mustNew(t, 1, 1, opts...)
+			held := mustTake(t, s, 1)
+			ctx, cancel := context.WithCancel(t.Context())
+			first := goAcquire(ctx, s, 1)
+			waitWaiters(s, 1)
+			second := goAcquire(t.Context(), s, 1)
+			waitWaiters(s, 2)
+
+			cancel()
+			held.Release()
+			<-first.done
+			secondState := "parked"
+			if first.err != nil && waitDone(second, 5*time.Second) {
+				secondState = errResult(second.err)
+			}
+			o := fmt.Sprintf("first=%s second=%s", errResult(first.err), secondState)
+			o = outcome([]string{o}, s.Stats())
+
+			// Leave nothing parked: a token first should not have had
+			// lets second through, and a lost permit takes a Close.
+			if first.err == nil {
+				first.tok.Release()
+			}
+			if !waitDone(second, 5*time.Second) {
+				s.Close()
+				<-second.done
+			}
+			if second.err == nil {
+				second.tok.Release()
+			}
+			return o
+		})
+	})
+}
+
 // waitWaiters waits until n Acquire calls are queued on s.
 func waitWaiters(s *atomicsem.Semaphore, n int) {
 	for s.Stats().Waiters < n {
