@@ -21,6 +21,9 @@ type config struct {
 	max        int64
 	seed       uint64
 	barging    bool
+	credit     bool    // run the credit workload (credit.go) instead
+	rate       float64 // the credit workload's rate, credits per second
+	burst      int64   // the credit workload's burst
 
 	out  io.Writer
 	live bool // rewrite one progress line in place; otherwise print lines
@@ -37,6 +40,10 @@ func (c config) validate() error {
 		return errors.New("-goroutines must be at least 1")
 	case c.max < 1 || c.max > atomicsem.MaxPermits:
 		return fmt.Errorf("-max must be in [1, %d]", atomicsem.MaxPermits)
+	case c.credit && !(c.rate > 0 && c.rate < 1e9):
+		return errors.New("-rate must be in (0, 1e9)")
+	case c.credit && (c.burst < 4 || c.burst > atomicsem.MaxPermits):
+		return fmt.Errorf("-burst must be in [4, %d]", atomicsem.MaxPermits)
 	}
 	return nil
 }
