@@ -103,8 +103,10 @@ func runCredit(cfg config) bool {
 	}
 	r := &creditRunner{cfg: cfg, checks: newCreditChecks(), start: time.Now()}
 	r.b = credit.MustNew(cfg.rate, cfg.burst)
-	fmt.Fprintf(cfg.out, "credit stress: seed=%d duration=%v goroutines=%d rate=%v burst=%d\n",
-		cfg.seed, cfg.duration, cfg.goroutines, cfg.rate, cfg.burst)
+	fmt.Fprintf(cfg.out, "credit stress: %v, %d goroutines, a bucket of %v credits a second up to %d, seed %d\n",
+		cfg.duration, cfg.goroutines, cfg.rate, cfg.burst, cfg.seed)
+	fmt.Fprintln(cfg.out, "progress: elapsed, operations so far, credits spent so far, credits in the balance"+
+		" and reserved now, Spend and Acquire calls waiting now")
 
 	stop := make(chan struct{})
 	var mon sync.WaitGroup
@@ -330,13 +332,14 @@ func (r *creditRunner) creditReport() {
 	r.mu.Unlock()
 	elapsed := time.Since(r.start)
 	out := r.cfg.out
-	fmt.Fprintf(out, "\nran %v: %d ops (seed %d, rate %v, burst %d)\n",
-		elapsed.Round(time.Millisecond), r.ops.Load(), r.cfg.seed, r.cfg.rate, r.cfg.burst)
-	fmt.Fprintf(out, "  TrySpend    %d spent, %d refused\n", c.trySpendOK, c.trySpendFail)
-	fmt.Fprintf(out, "  Spend       %d spent, %d cancelled, %d past deadline\n", c.spendOK, c.spendCancelled, c.spendDeadline)
-	fmt.Fprintf(out, "  reserve     %d taken, %d refused or timed out; settled by %d forgets and %d releases\n",
-		c.reserveOK, c.reserveFail, c.forgotten, c.released)
-	fmt.Fprintf(out, "  credit      %d spent (%d of it forgotten reservations), %d returned; accrual %.0f\n",
+	fmt.Fprintf(out, "\nran %v: %d operations (seed %d)\n", elapsed.Round(time.Millisecond), r.ops.Load(), r.cfg.seed)
+	fmt.Fprintln(out, "calls, by outcome:")
+	fmt.Fprintf(out, "  TrySpend    %d took credit, %d refused\n", c.trySpendOK, c.trySpendFail)
+	fmt.Fprintf(out, "  Spend       %d took credit, %d cancelled, %d past their deadline\n",
+		c.spendOK, c.spendCancelled, c.spendDeadline)
+	fmt.Fprintf(out, "  Acquire     %d reserved credit, %d refused or past their deadline\n", c.reserveOK, c.reserveFail)
+	fmt.Fprintf(out, "  settling    %d Forget and %d Release calls on reserved credit (a reservation split in two ends both ways)\n", c.forgotten, c.released)
+	fmt.Fprintf(out, "credits:\n  %d spent (%d of them by forgotten reservations), %d returned unused, %.0f accrued at the rate\n",
 		c.creditSpent, c.creditForgotten, c.creditReturned, r.cfg.rate*elapsed.Seconds())
 	r.checks.demand.setDetail(fmt.Sprintf("largest lag behind the accrual %.0f credits (burst %d)", worst, r.cfg.burst))
 	printInvariants(out, r.checks.all(), r.cfg.seed)

@@ -160,8 +160,10 @@ func run(cfg config) *checks {
 	r.noDebt.Store(true)
 	r.phase.Store(&phase{})
 	r.epoch.Store(newEpoch())
-	fmt.Fprintf(cfg.out, "atomicsem stress: seed=%d duration=%v goroutines=%d max=%d mode=%s\n",
-		cfg.seed, cfg.duration, cfg.goroutines, cfg.max, cfg.mode())
+	fmt.Fprintf(cfg.out, "atomicsem stress: %v of a mixed workload, %d goroutines, max %d permits, %s mode, seed %d\n",
+		cfg.duration, cfg.goroutines, cfg.max, cfg.mode(), cfg.seed)
+	fmt.Fprintln(cfg.out, "progress: elapsed, operations per second, operations so far,"+
+		" Acquire calls parked now, Acquire calls cancelled so far, limit/max and permits held now")
 
 	var wg sync.WaitGroup
 	for i := range cfg.goroutines {
