@@ -143,21 +143,15 @@ func Run(lim Limiter, cfg Config) []PhaseResult {
 					lat = append(lat, now.Sub(rq.arrived))
 				}
 			}
-			// Timeouts in the queue.
-			kept := queue[:0]
-			for _, rq := range queue {
-				if now.Sub(rq.arrived) >= timeout {
-					rq.r.Dropped()
-					res.Samples++
-					if second {
-						res.Dropped++
-					}
-					continue
+			// Timeouts in the queue, which is in order of arrival.
+			for len(queue) > 0 && now.Sub(queue[0].arrived) >= timeout {
+				queue[0].r.Dropped()
+				queue = queue[1:]
+				res.Samples++
+				if second {
+					res.Dropped++
 				}
-				kept = append(kept, rq)
 			}
-			clear(queue[len(kept):])
-			queue = kept
 			// Arrivals.
 			credit += rate
 			for ; credit >= 1; credit-- {
