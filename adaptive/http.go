@@ -6,8 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-
-	"go.uber.org/atomic"
+	"sync/atomic"
 )
 
 // ErrLimited is returned by Transport.RoundTrip when it sheds a request

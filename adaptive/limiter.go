@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"go.uber.org/atomic"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
 )
@@ -159,7 +158,7 @@ func (l *Limiter) TryAcquire(p *Permit) bool {
 	p.mustBeFree()
 	var ok bool
 	if p.tok, ok = l.sem.TryAcquire(1); !ok {
-		l.rejected.Inc()
+		l.rejected.Add(1)
 		return false
 	}
 	l.admit(p)
@@ -169,7 +168,7 @@ func (l *Limiter) TryAcquire(p *Permit) bool {
 // admit fills in a permit whose token has just been acquired.
 func (l *Limiter) admit(p *Permit) {
 	p.l = l
-	p.inFlight = l.inFlight.Inc()
+	p.inFlight = l.inFlight.Add(1)
 	p.start = time.Now()
 }
 

@@ -45,7 +45,7 @@ func (p *Permit) Dropped() { p.end(true) }
 // slot.
 func (p *Permit) Ignore() {
 	l := p.take()
-	l.inFlight.Dec()
+	l.inFlight.Add(-1)
 	p.tok.Release()
 	l.ignore()
 }
@@ -65,7 +65,7 @@ func (p *Permit) Start() time.Time {
 func (p *Permit) end(dropped bool) {
 	l := p.take()
 	s := Sample{Start: p.start, RTT: time.Since(p.start), InFlight: p.inFlight, Dropped: dropped}
-	l.inFlight.Dec()
+	l.inFlight.Add(-1)
 	p.tok.Release()
 	l.record(s)
 }

@@ -5,11 +5,11 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/atomic"
 
 	"github.com/atomicsem/atomicsem/adaptive"
 )
@@ -93,15 +93,15 @@ func TestNoOverAdmission(t *testing.T) {
 						continue
 					}
 				}
-				n := inFlight.Inc()
+				n := inFlight.Add(1)
 				if n > ctrl.highest(from, ctrl.seq.Load(), initial) {
-					violations.Inc()
+					violations.Add(1)
 				}
-				admitted.Inc()
+				admitted.Add(1)
 				if i%3 == 0 {
 					runtime.Gosched()
 				}
-				inFlight.Dec()
+				inFlight.Add(-1)
 				if i%5 == 0 {
 					p.Dropped()
 				} else {
