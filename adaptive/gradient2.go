@@ -7,58 +7,69 @@ import (
 )
 
 // Gradient2 is the gradient controller of Netflix's concurrency-limits
-// (Gradient2Limit), with its unbounded growth fixed. It compares each
-// sample's RTT with a baseline, the RTT the service shows without a queue:
+// (Gradient2Limit), with its unbounded growth fixed. Once per window of
+// samples (see AIMD) it compares the window's mean RTT with a baseline, the
+// RTT the service shows without a queue:
 //
-//	gradient = clamp(Tolerance × baseline / rtt, 0.5, 1)
-//	next     = limit × gradient + Headroom   (Headroom only while gradient = 1)
-//	limit    = limit × (1 − Smoothing) + next × Smoothing
+//	gradient = clamp(Tolerance × baseline / rtt, 0.5, 1)    (0.5 on a drop)
+//	gradient < 1:  limit = limit × (1 − Smoothing) + limit × gradient × Smoothing
+//	gradient = 1:  limit = limit + Headroom, while rtt ≤ (1 + (Tolerance − 1)/2) × baseline
 //
-// so the limit grows by Headroom × Smoothing a sample while the RTT stays
-// within Tolerance of the baseline, shrinks in proportion to the excess
-// when it does not, and halves (before smoothing) on a drop. It is not
-// raised while fewer than half the limit are in flight.
+// so the limit grows by Headroom a window while the RTT is in the lower
+// half of the tolerated band, holds in the upper half, and shrinks in
+// proportion to the excess beyond it. It is not changed while fewer than
+// half the limit are in flight. The limit it settles at is where the RTT
+// is about Tolerance times the baseline: for a service whose latency grows
+// in proportion to its queue, Tolerance times its capacity.
 //
 // # What differs from Netflix's Gradient2Limit, and why
 //
 // Netflix's baseline is a long exponential average of every sample's RTT,
 // and its queue term is added whatever the gradient. Under modest overload
-// the two feed each other (Netflix/concurrency-limits#134): with the
-// gradient near 0.8 the fixed point limit × gradient + queue = limit lies far
-// above the service's capacity, and the average absorbs the queueing delay
-// that the higher limit causes, so the RTT stops looking high, the gradient
-// returns towards 1 and the limit climbs again, without bound. Two changes
-// stop it:
+// the two feed each other (Netflix/concurrency-limits#134): the fixed
+// point of limit × gradient + queue lies above the capacity whenever the
+// gradient is near 1, and the average takes in the queueing delay the
+// higher limit causes, so the RTT stops looking high, the gradient returns
+// to 1 and the limit climbs again, without bound; only timeouts stop it.
+// Three changes make it settle:
 //
-//   - The headroom is added only when the gradient is 1, that is, when the
-//     RTT shows no queue (the change proposed in #134), and a drop halves the
-//     limit instead of being ignored.
-//   - The baseline is not an average of loaded samples. As in Envoy's
-//     adaptive concurrency filter, it is measured in a probe: the controller
-//     lowers the limit to half, ignores the requests admitted before, and
-//     takes the mean RTT of the next ones; while halving still lowers the
-//     RTT by more than 10 %, it halves again. Then it restores the limit and
-//     uses the result as the baseline until the next probe, one every
-//     ProbeInterval × limit samples. A queue the limit builds therefore
-//     never becomes part of the baseline, so the limit settles where the
-//     RTT is Tolerance times the unloaded one; and a service whose own
-//     latency changes is followed at the next probe.
+//   - The headroom is added only when the gradient is 1 (the change
+//     proposed in #134), and only in the lower half of the tolerated band,
+//     so that the round trip the RTT takes to show a change does not carry
+//     the limit past the band. A drop counts as a gradient of 0.5 instead
+//     of being ignored.
+//   - The baseline is never an average of loaded samples. As in Envoy's
+//     adaptive concurrency filter, it is measured in a probe, at the first
+//     sample and then every ProbeInterval × limit samples: the controller
+//     lowers the limit to three quarters, ignores the requests admitted
+//     before, and takes the mean RTT of about one limit's worth of the
+//     next ones (at least ten). While a step's mean differs by more than
+//     10 % from the last step's (for the first, from the baseline), or a
+//     step saw a drop, it takes another step down. The smallest mean of
+//     the steps becomes the baseline, until the next probe. The limit
+//     then goes back to what it was if that limit's RTT was within
+//     Tolerance of the new baseline, else to the largest probed limit whose
+//     RTT was. A queue the limit builds therefore never becomes part of the
+//     baseline, and a service whose own latency changes is followed at the
+//     next probe.
+//   - Decisions are made once per window, not once per sample, with a
+//     Smoothing of 0.5 rather than Netflix's 0.2 per sample.
 //
-// A probe costs throughput while it lasts (the limit is at half or less for
-// a few RTTs); with the default interval that is a few per cent of one
-// RTT's worth of requests in a hundred.
+// A probe costs throughput while it lasts: settled at Tolerance times the
+// capacity, one step of three quarters leaves the service a little below
+// capacity for about two round trips, in every hundred or so.
 //
 // Set the fields before passing the Gradient2 to New; a Gradient2 serves
 // one Limiter. The zero value uses the defaults.
 type Gradient2 struct {
 	// Tolerance ≥ 1 is how many times the baseline the RTT may reach before
-	// the limit shrinks; 0 means 1.2.
+	// the limit shrinks; 0 means 1.1.
 	Tolerance float64
-	// Smoothing in (0, 1] is the weight of the new limit against the
-	// current one; 0 means 0.2.
+	// Smoothing in (0, 1] is the weight of the shrunk limit against the
+	// current one; 0 means 0.5.
 	Smoothing float64
-	// Headroom is how far the limit may grow a sample while the RTT shows
-	// no queue, before smoothing; 0 means 4.
+	// Headroom is how far the limit grows a window while the RTT shows no
+	// queue; 0 means 4.
 	Headroom float64
 	// ProbeInterval is the number of samples between probes, in multiples
 	// of the limit; 0 means 100.

@@ -25,7 +25,7 @@ func newLimiter(t testing.TB, ctrl adaptive.Controller, min, max, initial int64)
 func evaluate(t *testing.T, newCtrl func() adaptive.Controller) adaptivetest.Report {
 	return adaptivetest.Evaluate(func(min, max, initial int) adaptivetest.Limiter {
 		return adaptivetest.Adapt(newLimiter(t, newCtrl(), int64(min), int64(max), int64(initial)))
-	})
+	}, 0)
 }
 
 // fixed is a Controller that sets the limit to whatever its field says.

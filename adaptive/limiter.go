@@ -58,6 +58,11 @@ type Limiter struct {
 	lastRTT  atomic.Int64 // nanoseconds of the last Success's RTT
 	rejected atomic.Uint64
 	min, max float64
+	// epoch is when the limiter was made. Permits keep their start as the
+	// time since epoch, which time.Since reads from the monotonic clock
+	// alone: time.Now would read the wall clock too, and on a request's
+	// fast path the two clock reads cost more than the rest together.
+	epoch time.Time
 
 	mu      sync.Mutex
 	ctrl    Controller // guarded by mu
@@ -119,6 +124,7 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 	}
 	return &Limiter{
 		sem:   sem,
+		epoch: time.Now(),
 		min:   float64(cfg.min),
 		max:   float64(cfg.max),
 		ctrl:  ctrl,
@@ -169,7 +175,7 @@ func (l *Limiter) TryAcquire(p *Permit) bool {
 func (l *Limiter) admit(p *Permit) {
 	p.l = l
 	p.inFlight = l.inFlight.Add(1)
-	p.start = time.Now()
+	p.start = time.Since(l.epoch)
 }
 
 // record feeds one sample to the controller and moves the semaphore's limit

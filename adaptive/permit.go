@@ -31,7 +31,7 @@ type Permit struct {
 	l        *Limiter
 	tok      token.Token
 	inFlight int64
-	start    time.Time
+	start    time.Duration // since l.epoch
 }
 
 // Success ends the permit as a completed request and frees its slot.
@@ -56,7 +56,7 @@ func (p *Permit) Start() time.Time {
 	if p.l == nil {
 		return time.Time{}
 	}
-	return p.start
+	return p.l.epoch.Add(p.start)
 }
 
 // end frees the slot, then gives the sample to the controller: the slot is
@@ -64,7 +64,7 @@ func (p *Permit) Start() time.Time {
 // does not wait for the controller too.
 func (p *Permit) end(dropped bool) {
 	l := p.take()
-	s := Sample{Start: p.start, RTT: time.Since(p.start), InFlight: p.inFlight, Dropped: dropped}
+	s := Sample{Start: l.epoch.Add(p.start), RTT: time.Since(l.epoch) - p.start, InFlight: p.inFlight, Dropped: dropped}
 	l.inFlight.Add(-1)
 	p.tok.Release()
 	l.record(s)

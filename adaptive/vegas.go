@@ -22,10 +22,19 @@ import (
 //
 // Netflix's VegasLimit takes these steps on every sample; taken once per
 // round trip instead, they are TCP Vegas's. rttNoLoad is the smallest RTT
-// seen since the last probe. Every
-// ProbeMultiplier × limit samples or so (jittered by a factor in [0.5, 1)),
-// Vegas forgets it and takes the next sample as the new one, so that the
-// estimate can follow a service whose unloaded latency rises.
+// seen since the last probe. Every ProbeMultiplier × limit samples or so
+// (jittered by a factor in [0.5, 1)), Vegas forgets it and takes the next
+// sample as the new one, so that the estimate can follow a service whose
+// unloaded latency rises.
+//
+// That is also where Vegas falls short. A service queued from the first
+// request (a limit that starts far above its capacity), or whose capacity
+// falls, never shows Vegas its unloaded RTT: the smallest RTT seen is a
+// queued one, and the probe replaces it with another. The queue then looks
+// empty and the limit stays where it is, or climbs; only drops bring it
+// down, by log10(limit) a window. Gradient2, which measures its baseline
+// at a lower limit, does not have the problem; docs/adaptive.md has the
+// figures of both.
 //
 // Set the fields before passing the Vegas to New; a Vegas serves one
 // Limiter. The zero value uses the defaults.
@@ -47,7 +56,8 @@ type Vegas struct {
 	rttNoLoad  time.Duration
 	probeCount int
 	jitter     float64
-	rng        *rand.PCG
+	rng        rand.PCG
+	seeded     bool
 }
 
 func (v *Vegas) check() error {
@@ -66,10 +76,11 @@ func (v *Vegas) check() error {
 
 // Next implements Controller.
 func (v *Vegas) Next(limit float64, s Sample) float64 {
-	if v.rng == nil {
+	if !v.seeded {
 		// Seeded from the first sample's time, so that limiters started
 		// apart probe apart, and a run in fake time is reproducible.
-		v.rng = rand.NewPCG(uint64(s.Start.UnixNano()), 0x9e3779b97f4a7c15)
+		v.rng.Seed(uint64(s.Start.UnixNano()), 0x9e3779b97f4a7c15)
+		v.seeded = true
 		v.resetProbe()
 	}
 	v.probeCount++

@@ -6,7 +6,14 @@ replace github.com/atomicsem/atomicsem => ../
 
 require (
 	github.com/atomicsem/atomicsem v0.0.0-00010101000000-000000000000
+	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/stretchr/testify v1.12.1
 	golang.org/x/sync v0.19.0
 )
 
-require go.uber.org/atomic v1.12.0 // indirect
+require (
+	github.com/bits-and-blooms/bitset v1.24.4 // indirect
+	github.com/influxdata/tdigest v0.0.1 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)

@@ -14,7 +14,8 @@ const (
 	Offered     = 2.0
 	MinLimit    = 1
 	MaxLimit    = 1000
-	// PhaseLength is the length of each phase of Evaluate's runs.
+	// PhaseLength is the length of each phase of Evaluate's runs, unless
+	// told otherwise.
 	PhaseLength = 4 * time.Second
 )
 
@@ -59,10 +60,14 @@ func settle(n int) string {
 //   - "follow": starting at Capacity, a phase at Capacity, one at half of
 //     it, one at Capacity again.
 //
-// Every phase is offered twice its capacity and lasts PhaseLength. Like
-// Run, Evaluate belongs inside a testing/synctest bubble.
-func Evaluate(newLimiter func(min, max, initial int) Limiter) Report {
-	phase := func(c int) Phase { return Phase{Duration: PhaseLength, Capacity: c, Offered: Offered} }
+// Every phase is offered twice its capacity and lasts phaseLength, or
+// PhaseLength if that is 0. Like Run, Evaluate belongs inside a
+// testing/synctest bubble.
+func Evaluate(newLimiter func(min, max, initial int) Limiter, phaseLength time.Duration) Report {
+	if phaseLength == 0 {
+		phaseLength = PhaseLength
+	}
+	phase := func(c int) Phase { return Phase{Duration: phaseLength, Capacity: c, Offered: Offered} }
 	cfg := func(ps ...Phase) Config { return Config{ServiceTime: ServiceTime, Phases: ps} }
 	r := Report{Goodput: 1e9, Runs: map[string][]PhaseResult{}}
 	r.Runs["below"] = Run(newLimiter(MinLimit, MaxLimit, MinLimit), cfg(phase(Capacity)))

@@ -1,0 +1,40 @@
+package adaptivebench_test
+
+import (
+	"testing"
+)
+
+// BenchmarkAcquireRecord measures the per-request overhead of an adaptive
+// limiter: admit a request without waiting and record it as a success,
+// which feeds the controller. The bounds (at least 100, starting at 500)
+// keep every limiter far above the requests in flight, so that no request
+// is refused and the controllers' decisions are all the work measured
+// beside the admission.
+//
+// case=serial runs one goroutine; case=parallel runs GOMAXPROCS goroutines
+// on one limiter.
+func BenchmarkAcquireRecord(b *testing.B) {
+	for _, p := range peers {
+		b.Run("impl="+p.name+"/case=serial", func(b *testing.B) {
+			a := p.bench(100, 1000, 500)
+			b.ReportAllocs()
+			for b.Loop() {
+				if !a.admitRecord() {
+					b.Fatal("refused")
+				}
+			}
+		})
+		b.Run("impl="+p.name+"/case=parallel", func(b *testing.B) {
+			a := p.bench(100, 1000, 500)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if !a.admitRecord() {
+						b.Error("refused")
+						return
+					}
+				}
+			})
+		})
+	}
+}
