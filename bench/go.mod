@@ -8,6 +8,7 @@ require (
 	github.com/atomicsem/atomicsem v0.0.0-00010101000000-000000000000
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.19.0
 )
 
