@@ -73,7 +73,7 @@ func TestNoOverAdmission(t *testing.T) {
 	var admitted, violations atomic.Int64
 	deadline := time.Now().Add(500 * time.Millisecond)
 
-	workers := 4 * runtime.GOMAXPROCS(0)
+	workers := 16 * runtime.GOMAXPROCS(0)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
@@ -98,9 +98,7 @@ func TestNoOverAdmission(t *testing.T) {
 					violations.Add(1)
 				}
 				admitted.Add(1)
-				if i%3 == 0 {
-					runtime.Gosched()
-				}
+				runtime.Gosched() // hold the permit while others try to take one
 				inFlight.Add(-1)
 				if i%5 == 0 {
 					p.Dropped()
@@ -111,7 +109,7 @@ func TestNoOverAdmission(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	t.Logf("%d requests admitted, %d limit changes logged", admitted.Load(), ctrl.seq.Load())
+	t.Logf("%d requests admitted, %d limits logged", admitted.Load(), ctrl.seq.Load())
 	require.Zero(t, violations.Load(), "requests admitted above the limit in force")
 	require.Greater(t, admitted.Load(), int64(1000))
 	require.Equal(t, int64(0), lim.Stats().InFlight)
