@@ -68,7 +68,9 @@ func failsafe(name string, window time.Duration) peer {
 	}
 }
 
-type failsafeSim struct{ l adaptivelimiter.AdaptiveLimiter[any] }
+type failsafeSim struct {
+	l adaptivelimiter.AdaptiveLimiter[any]
+}
 
 func (f failsafeSim) TryAcquire() (adaptivetest.Request, bool) {
 	p, ok := f.l.TryAcquirePermit()
@@ -88,7 +90,9 @@ type failsafeRequest struct{ p adaptivelimiter.Permit }
 func (r failsafeRequest) Success() { r.p.Record() }
 func (r failsafeRequest) Dropped() { r.p.Drop() }
 
-type failsafeAdmitter struct{ l adaptivelimiter.AdaptiveLimiter[any] }
+type failsafeAdmitter struct {
+	l adaptivelimiter.AdaptiveLimiter[any]
+}
 
 func (a failsafeAdmitter) admitRecord() bool {
 	p, ok := a.l.TryAcquirePermit()

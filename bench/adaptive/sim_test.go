@@ -42,6 +42,7 @@ func TestSimulationSideBySide(t *testing.T) {
 			})
 		}
 		t.Log("\n" + table.String())
+		t.Log("\n" + phaseTable(reports, length))
 
 		ref := reports["adaptive-gradient2"]
 		for _, p := range peers {
@@ -60,4 +61,23 @@ func settle(n int) string {
 		return "never"
 	}
 	return fmt.Sprint(n)
+}
+
+// phaseTable formats the second half of every phase of every run: the
+// range of the limit, goodput and latency.
+func phaseTable(reports map[string]adaptivetest.Report, length time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "second half of each phase of %v: limit min–max (mean), goodput, p50, p99\n\n", length)
+	fmt.Fprintln(&b, "| limiter | run | C | limit | goodput | p50 | p99 | dropped | shed |")
+	fmt.Fprintln(&b, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, p := range peers {
+		r := reports[p.name]
+		for _, run := range []string{"below", "above", "follow"} {
+			for _, ph := range r.Runs[run] {
+				fmt.Fprintf(&b, "| %s | %s | %d | %d–%d (%.0f) | %.2f | %v | %v | %d | %d |\n", p.name, run, ph.Capacity,
+					ph.MinLimit, ph.MaxLimit, ph.MeanLimit, ph.Goodput, ph.P50, ph.P99, ph.Dropped, ph.Shed)
+			}
+		}
+	}
+	return b.String()
 }
