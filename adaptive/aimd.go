@@ -8,7 +8,8 @@ import (
 // AIMD is the loss-based controller of Netflix's concurrency-limits
 // (AIMDLimit): additive increase, multiplicative decrease.
 //
-// A window of samples (about one round trip's worth, see below) with a drop
+// A window of samples (about one round trip's worth; see the package
+// documentation) with a drop
 // in it, or whose mean RTT exceeds Timeout, multiplies the limit by Backoff.
 // Any other window raises the limit by one, provided at least half the
 // limit was in flight (a limit that is not being used is not raised: the

@@ -43,17 +43,10 @@ type checker interface {
 	check() error
 }
 
-// window gathers the samples a controller of this package decides on.
-//
-// The controllers decide once per window rather than once per sample. A
-// change of the limit shows in the RTTs only of requests admitted after it,
-// a round trip later; a controller that acted on every sample would keep
-// reacting, for a whole round trip, to the state its last change already
-// corrected, overshooting on the way up and collapsing on the way down. So a
-// window counts only the requests admitted since the last decision, and
-// closes once it holds half a limit's worth of them (at least one, at most
-// maxWindow): about one decision per round trip, as in TCP congestion
-// control and Netflix's WindowedLimit.
+// window gathers the samples a controller of this package decides on: the
+// samples of requests admitted since the last decision, until there are half
+// a limit's worth (at least one, at most maxWindow). The package
+// documentation says why the controllers decide per window.
 type window struct {
 	since   time.Time // requests admitted earlier are not counted
 	n       int

@@ -39,9 +39,15 @@
 //     envoy.filters.http.adaptive_concurrency filter) and settles: see
 //     Gradient2.
 //
-// All three decide once per window of samples (about one round trip), not
-// once per sample, as TCP does and as Netflix's WindowedLimit lets its
-// controllers do; the Controller documentation says why. Their settings are
+// All three decide once per window of samples, not once per sample, as TCP
+// does once per round trip and as Netflix's WindowedLimit lets its
+// controllers do. A change of the limit shows in the RTTs only of requests
+// admitted after it, a round trip later; a controller that acted on every
+// sample would keep reacting, for that whole round trip, to the state its
+// last change already corrected, overshooting on the way up and collapsing
+// on the way down. So a window holds only the samples of requests admitted
+// since the last decision, and closes once it has half a limit's worth of
+// them (at least 1, at most 100). Their settings are
 // exported fields, whose zero values are the defaults; a Controller of your
 // own is any type with a Next method. Go ports of the same algorithms are
 // platinummonkey/go-concurrency-limits and failsafe-go's adaptivelimiter
