@@ -1,6 +1,6 @@
 module github.com/atomicsem/atomicsem/bench
 
-go 1.25
+go 1.26.0
 
 replace github.com/atomicsem/atomicsem => ../
 
@@ -9,6 +9,7 @@ require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
+	golang.org/x/image v0.48.0
 	golang.org/x/sync v0.19.0
 )
 
