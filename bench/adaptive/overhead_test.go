@@ -13,11 +13,16 @@ import (
 //
 // case=serial runs one goroutine; case=parallel runs GOMAXPROCS goroutines
 // on one limiter.
+//
+// Besides ns/op, which counts wall-clock time, each reports cpu-ns/op, the
+// CPU time the process used per request: on a shared machine other work
+// inflates the first and not the second (see bench/cputime_test.go).
 func BenchmarkAcquireRecord(b *testing.B) {
 	for _, p := range peers {
 		b.Run("impl="+p.name+"/case=serial", func(b *testing.B) {
 			a := p.bench(100, 1000, 500)
 			b.ReportAllocs()
+			defer measureCPU(b)()
 			for b.Loop() {
 				if !a.admitRecord() {
 					b.Fatal("refused")
@@ -27,6 +32,7 @@ func BenchmarkAcquireRecord(b *testing.B) {
 		b.Run("impl="+p.name+"/case=parallel", func(b *testing.B) {
 			a := p.bench(100, 1000, 500)
 			b.ReportAllocs()
+			defer measureCPU(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if !a.admitRecord() {
@@ -36,5 +42,17 @@ func BenchmarkAcquireRecord(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// measureCPU starts measuring the CPU time the process spends and returns a
+// function that reports it per operation as cpu-ns/op.
+func measureCPU(b *testing.B) (stop func()) {
+	start, ok := processCPU()
+	return func() {
+		end, ok2 := processCPU()
+		if ok && ok2 && b.N > 0 {
+			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+		}
 	}
 }
