@@ -11,11 +11,12 @@
 //
 // Map is the common case in one call: it applies a function to every element
 // of a slice with the concurrency the semaphore allows and returns the
-// results in input order.
+// results in input order. Use Map when the work is a slice known up front,
+// and a Group when it is discovered as it runs or its parts differ in weight.
 //
-// Neither recovers a panic in a function it runs: as with errgroup, the panic
-// crashes the program as any goroutine's panic does, after the permits the
-// function held have been released.
+// Neither a Group nor Map recovers a panic in a function it runs: as with
+// errgroup, the panic crashes the program as any goroutine's panic does,
+// after the permits the function held have been released.
 package group
 
 import (

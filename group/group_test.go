@@ -3,6 +3,7 @@ package group_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -35,7 +36,7 @@ func TestLimitNeverExceededWhileSetLimitMoves(t *testing.T) {
 	var (
 		running   gauge // permits held by running functions
 		started   atomic.Int64
-		violation atomic.Value
+		violation atomic.Pointer[string]
 	)
 	var producing sync.WaitGroup
 	for p := range producers {
@@ -50,14 +51,16 @@ func TestLimitNeverExceededWhileSetLimitMoves(t *testing.T) {
 					started.Add(1)
 					now := running.add(weight)
 					if bound := limits.maxSince(from); now > bound {
-						violation.CompareAndSwap(nil, [2]int64{now, bound})
+						msg := fmt.Sprintf("%d permits held by running functions, limit at most %d", now, bound)
+						violation.CompareAndSwap(nil, &msg)
 					}
 					runtime.Gosched()
 					running.add(-weight)
 					return nil
 				})
 				if err != nil {
-					violation.CompareAndSwap(nil, err)
+					msg := err.Error()
+					violation.CompareAndSwap(nil, &msg)
 					return
 				}
 			}
@@ -83,7 +86,9 @@ func TestLimitNeverExceededWhileSetLimitMoves(t *testing.T) {
 		}
 	}
 	require.NoError(t, g.Wait())
-	require.Nil(t, violation.Load(), "[held, bound] or error")
+	if msg := violation.Load(); msg != nil {
+		t.Fatal(*msg)
+	}
 	require.EqualValues(t, tasks, started.Load())
 	require.Greater(t, running.max.Load(), int64(1))
 	requireIdle(t, sem)

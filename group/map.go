@@ -27,14 +27,18 @@ import (
 //
 // An empty in returns an empty, non-nil slice and no error at once, without
 // calling f or touching sem. Otherwise the result slice is allocated once.
-// Map does not start a goroutine per element: the calling goroutine waits
-// for each permit in turn and starts a goroutine with it, and a goroutine
-// whose call has returned goes on to the next element while a permit is free
-// without waiting. So Map holds at most one goroutine per permit it holds,
-// besides its caller's, whatever the length of in.
+// Map starts no goroutine ahead of a permit: its caller waits for a permit
+// before it starts each goroutine, and a goroutine whose call has returned
+// goes on to the next element while a permit is free, and ends otherwise. So
+// every goroutine Map starts holds a permit, apart from ones ending, and
+// their number follows the limit, not the length of in.
 //
 // A panic in f is not recovered: it crashes the program as a panic in any
 // goroutine does, after the call's permit has been released.
+//
+// Memory ordering: the call of Map synchronizes before every call of f, and
+// the return of every call of f synchronizes before Map returns, in the
+// sense of the Go memory model.
 //
 // It is a run-time error to call Map with a nil context, a nil semaphore, or
 // (for a non-empty in) a nil f; the panic's message begins "group: ".

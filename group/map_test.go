@@ -208,9 +208,15 @@ func TestMapCallsEveryElementOnceWhileSetLimitMoves(t *testing.T) {
 				return
 			default:
 			}
-			require.NoError(t, sem.SetLimit(rng.Int64N(9)))
+			if err := sem.SetLimit(rng.Int64N(9)); err != nil {
+				t.Error(err)
+				return
+			}
 			runtime.Gosched()
-			require.NoError(t, sem.SetLimit(8))
+			if err := sem.SetLimit(8); err != nil {
+				t.Error(err)
+				return
+			}
 		}
 	}()
 	out, err := group.Map(background, sem, in, func(_ context.Context, x int) (int, error) {
@@ -289,7 +295,9 @@ func TestMapDoesNotWaitForAPermitOnceEveryElementIsClaimed(t *testing.T) {
 				require.NoError(t, err)
 				out, err := group.Map(background, sem, []int{0, 1}, func(_ context.Context, x int) (int, error) {
 					if x == 1 {
-						require.NoError(t, sem.SetLimit(0))
+						if err := sem.SetLimit(0); err != nil {
+							t.Error(err)
+						}
 					}
 					return x + 1, nil
 				})
@@ -299,4 +307,15 @@ func TestMapDoesNotWaitForAPermitOnceEveryElementIsClaimed(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestMapOnASemaphoreWithMaxZeroFails checks that Map reports at once that
+// no limit could ever admit its calls.
+func TestMapOnASemaphoreWithMaxZeroFails(t *testing.T) {
+	out, err := group.Map(background, newSem(t, 0, 0), []int{1}, func(_ context.Context, x int) (int, error) {
+		t.Error("f called")
+		return x, nil
+	})
+	require.ErrorIs(t, err, atomicsem.ErrExceedsMax)
+	require.Nil(t, out)
 }
