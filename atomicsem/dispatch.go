@@ -2,31 +2,29 @@ package atomicsem
 
 import (
 	"github.com/atomicsem/atomicsem/internal/hook"
-	"github.com/atomicsem/atomicsem/internal/mutant"
 	"github.com/atomicsem/atomicsem/internal/state"
 )
 
 // Serving the queue.
 //
 // Whenever permits come back while a waiter that fits under the limit is
-// parked (the eligible flag), or the limit moves while any waiter is parked
-// (the queued flag), the queue is served under mu: serveLocked applies the
+// parked (the word shows eligible), or the limit moves while any waiter is
+// parked (queued), the queue is served under mu: serveLocked applies the
 // change to a freshly loaded word, walks the queue from the front and
 // decides, from that one word, which waiters leave it; then one
 // compare-and-swap installs the outcome (the change, the permits granted,
-// the queue flags) and only after it succeeds are the waiters woken. A
-// failed CAS means the word moved under the walk, and everything is decided
-// again from a fresh load. So a dispatch changes the word once however many
-// waiters it serves, and a release in FIFO mode that finds eligible set
-// returns its permits and hands them on in that same change. When that
-// hand-off leaves the word exactly as it was (the usual case under
-// contention: one permit back, one waiter granted it), nothing is written:
-// in FIFO mode the eligible flag keeps every other writer off the word
-// (invariant I8), so there is nothing for a CAS to confirm. The commonest
-// such hand-off, one that leaves nothing free and a waiter that fits still
-// queued, is recognised from the word and the first two waiters without
-// walking the queue at all, and granted in place by a token's release,
-// which wakes the waiter only after it releases mu (handBack).
+// the queue state, the idle flag) and only after it succeeds are the
+// waiters woken. A failed CAS means the word moved under the walk, and
+// everything is decided again from a fresh load. So a dispatch changes the
+// word once however many waiters it serves, and a release in FIFO mode that
+// finds the queue eligible returns its permits and hands them on in that
+// same change. When that hand-off leaves the word exactly as it was (the
+// usual case under contention: one permit back, one waiter granted it),
+// nothing is written: in FIFO mode an eligible word keeps every other
+// writer off it (invariant I8), so there is nothing for a CAS to confirm.
+// The commonest such hand-off, one that leaves nothing free and a waiter
+// that fits still queued, is recognised by handOff from the word and the
+// first two waiters without walking the queue at all.
 //
 // The walk: a waiter that asks for more than the limit is passed over (no
 // release can serve it, so it must not hold back others, and it keeps its
@@ -35,13 +33,17 @@ import (
 // while starving, each waiter that fits is granted its permits directly.
 // Otherwise (barging) it is woken to compete for them, and the walk wakes
 // only as many as the free permits could serve. The walk also recomputes
-// the eligible flag: a waiter is left that fits under the limit exactly
-// when the walk stopped at one.
+// the queue state: a waiter is left that fits under the limit exactly when
+// the walk stopped at one.
 //
-// Barging mode turns to hand-off (sets the starving flag) when the waiter
-// that stops the walk has waited longer than the starvation bound, and back
-// to barging when a waiter it grants had waited less than that: the ones
-// that waited too long are then served.
+// Barging mode turns to hand-off (starving) when the waiter that stops the
+// walk has waited longer than the starvation bound, and back to barging
+// when a waiter it grants had waited less than that: the ones that waited
+// too long are then served.
+//
+// A change that leaves no permit held while WaitIdle waits (the word's idle
+// flag) clears the flag in the same CAS and wakes the idle waiters after
+// it.
 
 // dispatchPlan is what one walk of the queue decided.
 type dispatchPlan struct {
@@ -50,93 +52,32 @@ type dispatchPlan struct {
 	stopped bool  // the walk stopped at a waiter that fits under the limit
 	fresh   bool  // a granted waiter had waited less than the starvation bound
 	starved bool  // the waiter that stopped the walk waited past the bound
+	idle    bool  // no permit is left held, and WaitIdle callers wait
 }
 
 // serve takes mu and calls serveLocked: a move of the limit while waiters
-// are queued.
-func (s *Semaphore) serve(change transition, arg int64) bool {
+// are queued, or one that ends a WaitIdle.
+func (s *Semaphore) serve(change transition, arg int64) (raised int64, ok bool) {
 	hook.At(hook.BeforeDispatch)
 	s.mu.Lock()
-	ok := s.serveLocked(change, arg)
+	raised, ok = s.serveLocked(change, arg)
 	s.mu.Unlock()
-	return ok
+	return raised, ok
 }
 
-// handBack takes mu, returns n held permits and serves the queue with
-// them. It panics, changing nothing, if n is more than is held. It also
-// puts rec, the record of a granted waiter whose permits come back, on the
-// free list; rec may be nil.
-//
-// The usual FIFO hand-off under contention, the n permits straight to a
-// front waiter that asks for n, is recognised from the word and the first
-// two waiters and carried out here, in this frame. Deciding it without
-// commitLocked's two walks of the queue made it 2.5–9.5 % cheaper with one
-// P (docs/benchmarks.md, optimisation 15). Deciding it here, without the
-// two calls that reached that decision before (releaseLocked, then a
-// function of its own) or a load of the word before the lock (returnSlow),
-// and with the arrival's shorter way to the queue (queueBehind), made a
-// limit-1 hand-off 12 % cheaper against chan, with one P and with two
-// (optimisation 17). The conditions, in FIFO mode:
-//   - n are held, so the return is valid;
-//   - nothing is free before the return, so after the front waiter takes
-//     exactly the n returned (it asks for n) nothing is left for anyone
-//     behind it. With nothing free, total equals held, so n ≤ total: the
-//     front waiter fits under the limit, and by I6 the eligible flag is set;
-//   - the waiter behind it fits under the limit too, so eligible stays set,
-//     as queued does.
-//
-// Held then goes down by n and up by n, so the word stays as it was, and
-// while eligible is set nobody else may write it (I8): there is nothing
-// to install. The waiter is woken after mu is released, so that the
-// goroutine it wakes, which under contention will want mu for its own
-// release, does not find it held: at limit 4 with two Ps that made the
-// hand-off 9–24 % cheaper and cut the parks on mu from 0.28 per operation
-// to 0.01–0.09 (optimisation 16). A waiter cancelled meanwhile waits for
-// that wake-up (see withdraw).
-func (s *Semaphore) handBack(n int64, rec *waiter) {
-	hook.At(hook.BeforeDispatch)
-	s.mu.Lock()
-	if rec != nil {
-		s.free.putLocked(rec)
-	}
-	old, front := s.load(), s.queue.head
-	held, total := old.Held(), old.Total()
-	if !s.barging() && held >= n &&
-		(held == total || mutant.Active == mutant.HandOffIgnoresFree) &&
-		front != nil && front.want() == n && front.next != nil &&
-		(front.next.want() <= total || mutant.Active == mutant.HandOffKeepsEligible) {
-		hook.At(hook.BeforeCAS) // where commitLocked would confirm the word
-		s.removeLocked(front)
-		front.status = granted
-		s.mu.Unlock()
-		hook.At(hook.BeforeWake)
-		front.ready.Set() // from here on front belongs to its Acquire again
-		return
-	}
-	ok := s.releaseLocked(n)
-	s.mu.Unlock()
-	if !ok {
-		panic(errReturnExceedsHeld)
-	}
-}
-
-// dispatchLocked serves the queue with the permits available now. It
-// requires that s.mu is held.
-func (s *Semaphore) dispatchLocked() { s.releaseLocked(0) }
-
-// serveLocked applies change(word, arg), a move of the limit, and serves
-// the queue with the permits and the limit that result, in one change of
-// the word. It reports whether change accepted the word. It requires that
-// s.mu is held.
-func (s *Semaphore) serveLocked(change transition, arg int64) bool {
+// serveLocked applies change(word, arg, max), a move of the limit, and
+// serves the queue with the permits and the limit that result, in one
+// change of the word. It reports whether change accepted the word, and how
+// far it raised the limit. It requires that s.mu is held.
+func (s *Semaphore) serveLocked(change transition, arg int64) (raised int64, ok bool) {
 	for {
 		old := s.load()
-		base, ok := change(old, arg)
+		base, ok := change(old, arg, s.max)
 		if !ok {
-			return false
+			return 0, false
 		}
 		if s.commitLocked(old, base) {
-			return true
+			return base.Limit() - old.Limit(), true
 		}
 	}
 }
@@ -179,14 +120,17 @@ func (s *Semaphore) commitLocked(old, base state.Word) bool {
 	if (new != old || !s.onlyLockWritesLocked(old)) && !s.cas(old, new) {
 		return false // the word moved: decide again
 	}
-	s.queued -= plan.served
+	s.queue.len -= plan.served
 	s.walkLocked(base, true, &plan)
+	if plan.idle {
+		s.wakeIdleLocked()
+	}
 	return true
 }
 
 // onlyLockWritesLocked reports whether old, the current word as loaded
-// under mu, stops every lock-free writer (invariant I8): in FIFO mode the
-// eligible flag does, since it stops the fast path's acquires and sends
+// under mu, stops every lock-free writer (invariant I8): in FIFO mode an
+// eligible word does, since it stops the fast path's acquires and sends
 // releases to the queue, and limit changes come to the lock while anyone
 // is queued at all. So while mu is held and the word shows it, the word
 // cannot change. In barging mode arrivals take permits lock-free beside
@@ -200,22 +144,22 @@ func (s *Semaphore) onlyLockWritesLocked(old state.Word) bool {
 // plan, which it expects zeroed. With wake set it also carries the
 // decision out: takes the served waiters off the queue and wakes them,
 // which must wait until the word says so. Given the same base and queue,
-// both walks decide the same. The plan is passed by pointer because a
-// returned one is copied through the stack, and that copy showed in
-// profiles of the hand-off. It requires that s.mu is held.
+// both walks decide the same. The plan is passed by pointer so that the
+// walk fills the caller's plan in place rather than copying one back. It
+// requires that s.mu is held.
 func (s *Semaphore) walkLocked(base state.Word, wake bool, plan *dispatchPlan) {
 	if base.Closed() {
 		return // Close has failed everyone queued
 	}
-	if s.wants.smallest(&s.queue) > base.Total() {
+	if s.queue.wants.smallest(&s.queue) > base.Limit() {
 		return // every waiter asks for more than the limit
 	}
 	handOff := !s.barging() || base.Starving()
-	free := base.Count()
+	free := base.Available()
 	for w := s.queue.head; w != nil; {
 		next, want := w.next, w.want()
 		switch {
-		case want > base.Total():
+		case want > base.Limit():
 			w = next // no release can serve w; it keeps its place
 			continue
 		case free < want:
@@ -231,10 +175,11 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool, plan *dispatchPlan) {
 		}
 		if wake {
 			s.queue.remove(w)
-			s.wants.removed(want)
-			w.status = woken
+			s.queue.wants.removed(want)
 			if handOff {
-				w.status = granted
+				w.setStatus(granted)
+			} else {
+				w.setStatus(woken)
 			}
 			w.ready.Set() // from here on w belongs to its Acquire again
 		}
@@ -242,28 +187,34 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool, plan *dispatchPlan) {
 	}
 }
 
-// settle returns base with the plan's permits granted and its flags
-// rebuilt. It requires that s.mu is held.
+// settle returns base with the plan's permits granted, its queue state
+// rebuilt and, if that leaves no permit held, the idle flag cleared (which
+// it records in the plan). It requires that s.mu is held.
 func (s *Semaphore) settle(base state.Word, plan *dispatchPlan) state.Word {
 	new := base.WithHeld(base.Held() + plan.granted)
-	queued := plan.served < s.queued
+	queued := plan.served < s.queue.len
 	starving := (base.Starving() && !plan.fresh) || plan.starved
-	return new.WithQueue(queued, plan.stopped, starving)
+	new = new.WithQueue(state.QueueOf(queued, plan.stopped, starving))
+	if new.Idle() && new.Held() == 0 {
+		new = new.WithIdle(false)
+		plan.idle = true
+	}
+	return new
 }
 
 // waitedTooLong reports whether w, in barging mode, has waited past the
-// starvation bound. It is always false in FIFO mode, which never sets the
-// starving flag.
+// starvation bound. It is always false in FIFO mode, which never turns to
+// starving.
 func (s *Semaphore) waitedTooLong(w *waiter) bool {
 	return s.barging() && w.waitedFor() >= s.starvationBound
 }
 
-// markStarvingLocked sets the starving flag if w, a woken waiter requeued in
-// barging mode, has waited longer than the starvation bound (any waiter
-// ahead of it arrived earlier and has waited longer still). From then on
-// arrivals queue and releases hand permits to the front waiters, until a
-// dispatch grants a waiter that waited less than the bound. It requires that
-// s.mu is held.
+// markStarvingLocked turns the queue to starving if w, a woken waiter
+// requeued in barging mode, has waited longer than the starvation bound
+// (any waiter ahead of it arrived earlier and has waited longer still).
+// From then on arrivals queue and releases hand permits to the front
+// waiters, until a dispatch grants a waiter that waited less than the
+// bound. It requires that s.mu is held.
 func (s *Semaphore) markStarvingLocked(w *waiter) {
 	if !s.waitedTooLong(w) {
 		return
@@ -274,7 +225,7 @@ func (s *Semaphore) markStarvingLocked(w *waiter) {
 			return
 		}
 		hook.At(hook.BeforeCAS)
-		if s.cas(old, old|state.StarvingBit) {
+		if s.cas(old, old.WithQueue(state.Starving)) {
 			return
 		}
 	}

@@ -2,28 +2,33 @@ package atomicsem
 
 import "fmt"
 
-// QueueFlagsError checks invariant I6 of the state word (see
-// internal/state): with the queue lock free, the queued flag is set iff the
-// queue is non-empty and the eligible flag iff a queued waiter asks for no
-// more than the limit; and the word's own invariants (CheckInvariants, which
-// includes starving implies eligible). It returns a description of the
-// first mismatch, or "" if there is none. It takes the lock, so it sees the
-// queue between two operations.
+// QueueFlagsError checks invariants I6 and I9 of the state word (see
+// internal/state): with the queue lock free, the queue state is queued or
+// higher iff the queue is non-empty, eligible or higher iff a queued waiter
+// asks for no more than the limit, and the idle flag is set iff WaitIdle
+// callers wait, and never with nothing held; and the word's own invariants
+// (CheckInvariants). It returns a description of the first mismatch, or ""
+// if there is none. It takes the lock, so it sees the queue between two
+// operations.
 func QueueFlagsError(s *Semaphore) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.load()
 	eligible := false
 	for q := s.queue.head; q != nil; q = q.next {
-		eligible = eligible || q.want() <= w.Total()
+		eligible = eligible || q.want() <= w.Limit()
 	}
 	switch {
 	case w.Queued() != !s.queue.empty():
 		return "queued flag disagrees with the queue"
 	case w.Eligible() != eligible:
 		return "eligible flag disagrees with the queue and the limit"
+	case w.Idle() != (len(s.idle.chans) > 0):
+		return "idle flag disagrees with the WaitIdle callers"
+	case w.Idle() && w.Held() == 0:
+		return "idle flag set with no permit held"
 	}
-	return w.CheckInvariants()
+	return w.CheckInvariants(s.max)
 }
 
 // WordStats returns the fields of Stats that come from the state word,
@@ -69,4 +74,10 @@ func ForceSpinning() (restore func()) {
 	old := multicore
 	multicore = true
 	return func() { multicore = old }
+}
+
+// QueueState returns the word's queue state, by name: "empty", "queued",
+// "eligible" or "starving", without the queue lock.
+func QueueState(s *Semaphore) string {
+	return [...]string{"empty", "queued", "eligible", "starving"}[s.load().Queue()]
 }

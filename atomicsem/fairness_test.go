@@ -475,3 +475,36 @@ func TestBargingHandOffStopsTryAcquire(t *testing.T) {
 		require.Equal(t, atomicsem.Stats{Available: 2, Limit: 2, Max: 2}, s.Stats())
 	})
 }
+
+// Bug shape: barging mode turns back from hand-off as soon as a dispatch
+// does not stop at a starved waiter, rather than when it grants a waiter
+// that has waited less than the bound (the documented exit rule). Here the
+// hand-off grants the starved head and stops at a younger waiter: no young
+// waiter was granted, so the semaphore must stay in hand-off, and the
+// next release must go to the younger waiter, not to an arrival.
+func TestBargingHandOffEndsOnlyWithAYoungWaiterGranted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 1, 1, atomicsem.WithBarging())
+		held := mustTake(t, s, 1)
+		old := park(t, s, t.Context(), 1)
+		time.Sleep(2 * atomicsem.DefaultStarvationBound)
+		require.NoError(t, s.SetLimit(1)) // a dispatch that stops at old, starved
+		require.Equal(t, "starving", atomicsem.QueueState(s))
+		young := park(t, s, t.Context(), 1)
+
+		held.Release() // hands the permit to old, stops at young
+		synctest.Wait()
+		requireGranted(t, old, 1)
+		require.Equal(t, "starving", atomicsem.QueueState(s),
+			"hand-off ended although no waiter younger than the bound was granted")
+
+		old.tok.Release() // hands the permit to young
+		_, ok := s.TryAcquire(1)
+		require.False(t, ok, "an arrival barged in while the semaphore should hand off")
+		synctest.Wait()
+		requireGranted(t, young, 1)
+		require.Equal(t, "empty", atomicsem.QueueState(s))
+		young.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+	})
+}

@@ -11,7 +11,7 @@ import (
 
 // A return of more permits than are held can only come from a token ended
 // by two goroutines at once, so no public call makes one. It must panic and
-// change nothing, and it must do so before the front hand-off in handBack,
+// change nothing, and it must do so before the front hand-off in handOff,
 // whose other conditions it can meet: here nothing is free, the front
 // waiter asks for exactly what comes back (above the limit, which a waiter
 // may), and the one behind it fits. Granted, the front waiter would hold 2
@@ -38,7 +38,7 @@ func TestReturnBeyondHeldPanicsBeforeTheFrontHandOff(t *testing.T) {
 	}
 	before := s.Stats()
 
-	require.PanicsWithValue(t, errReturnExceedsHeld, func() { (*owner)(s).ReturnPermits(2) })
+	require.PanicsWithValue(t, errReturnExceedsHeld, func() { (*owner)(s).ReturnPermits(2, 0) })
 	require.Equal(t, before, s.Stats())
 	require.Empty(t, QueueFlagsError(s))
 

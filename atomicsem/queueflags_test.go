@@ -291,7 +291,7 @@ func TestEndingParkedGrantsDoesNotWaitForTheLock(t *testing.T) {
 		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 2}, s.Stats())
 		require.Empty(t, atomicsem.FreeListError(s))
 
-		grantedByHandOff(t, s).tok.Release()
+		grantedByHandOff(t, s, 1).tok.Release()
 		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 2}, s.Stats())
 		require.Empty(t, atomicsem.FreeListError(s))
 	})
@@ -305,7 +305,7 @@ func TestParkedGrantReturnsItsRecordOnce(t *testing.T) {
 	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
 		s := mustNew(t, 1, 1, opts...)
 		for range 3 {
-			p := grantedByHandOff(t, s)
+			p := grantedByHandOff(t, s, 1)
 			require.Empty(t, atomicsem.FreeListError(s), "while the granted token is live")
 			p.tok.Release()
 			require.Empty(t, atomicsem.FreeListError(s), "after the granted token's Release")
@@ -313,15 +313,15 @@ func TestParkedGrantReturnsItsRecordOnce(t *testing.T) {
 	})
 }
 
-// grantedByHandOff takes one of s's permits, parks an Acquire of one
-// behind it, and releases the holder, so that the parked Acquire is
-// granted its permit by hand-off; it returns that Acquire, returned. s must
-// have exactly one permit free and nobody queued.
-func grantedByHandOff(t *testing.T, s *atomicsem.Semaphore) *pendingAcquire {
+// grantedByHandOff takes n of s's permits, parks an Acquire of n behind
+// them, and releases the holder, so that the parked Acquire is granted its
+// permits by hand-off; it returns that Acquire, returned. s must be in FIFO
+// mode, with exactly n permits free and nobody queued.
+func grantedByHandOff(t *testing.T, s *atomicsem.Semaphore, n int64) *pendingAcquire {
 	t.Helper()
-	holder := mustTake(t, s, 1)
-	p := goAcquire(t.Context(), s, 1)
-	require.Eventually(t, func() bool { return s.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+	holder := mustTake(t, s, n)
+	p := goAcquire(t.Context(), s, n)
+	awaitWaiters(t, s, 1)
 	holder.Release()
 	<-p.done
 	require.NoError(t, p.err)

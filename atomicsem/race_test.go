@@ -255,7 +255,7 @@ func runRace(t *testing.T, allowed []string, iterate func(t *testing.T) string) 
 func TestRaceMixedOperationsOnOneSemaphore(t *testing.T) {
 	// New(2, 4) with two tokens of 1 taken: token 0 is released, token 1
 	// forgotten.
-	init := world{sem: model.Semaphore{Count: 0, Total: 2, Max: 4}}
+	init := world{sem: model.Semaphore{Available: 0, Limit: 2, Max: 4}}
 	allowed := allowedOutcomes(init,
 		releaseStep(0, 1),
 		func(w *world) string { return boolResult(w.sem.TryAcquire(1)) },
@@ -292,7 +292,7 @@ func TestRaceMixedOperationsOnOneSemaphore(t *testing.T) {
 func TestRaceCloseAgainstWordChanges(t *testing.T) {
 	// New(3, 4) with two tokens of 1 taken: token 0 is released, token 1
 	// forgotten.
-	init := world{sem: model.Semaphore{Count: 1, Total: 3, Max: 4}}
+	init := world{sem: model.Semaphore{Available: 1, Limit: 3, Max: 4}}
 	allowed := allowedOutcomes(init,
 		func(w *world) string { w.sem.Close(); return "ok" },
 		releaseStep(0, 1),
@@ -368,6 +368,52 @@ func TestRaceCancelAgainstGrant(t *testing.T) {
 			second.tok.Release()
 		}
 		return o
+	})
+}
+
+// A parked waiter's cancellation, then the release that would grant it,
+// in that order, with a second waiter behind it (the order x/sync's
+// TestWeightedAcquireCanceled checks): the first waiter may notice its ctx
+// before or after the grant, but a done ctx wins either way, so it returns
+// ctx.Err() and the permit reaches the second waiter.
+func TestRaceCancelThenGrant(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		allowed := []string{
+			"first=context canceled second=ok | avail=0 held=1 limit=1 waiters=0 closed=false",
+		}
+		runRace(t, allowed, func(t *testing.T) string {
+			s := mustNew(t, 1, 1, opts...)
+			held := mustTake(t, s, 1)
+			ctx, cancel := context.WithCancel(t.Context())
+			first := goAcquire(ctx, s, 1)
+			waitWaiters(s, 1)
+			second := goAcquire(t.Context(), s, 1)
+			waitWaiters(s, 2)
+
+			cancel()
+			held.Release()
+			<-first.done
+			secondState := "parked"
+			if first.err != nil && waitDone(second, 5*time.Second) {
+				secondState = errResult(second.err)
+			}
+			o := fmt.Sprintf("first=%s second=%s", errResult(first.err), secondState)
+			o = outcome([]string{o}, s.Stats())
+
+			// Leave nothing parked: a token first should not have had
+			// lets second through, and a lost permit takes a Close.
+			if first.err == nil {
+				first.tok.Release()
+			}
+			if !waitDone(second, 5*time.Second) {
+				s.Close()
+				<-second.done
+			}
+			if second.err == nil {
+				second.tok.Release()
+			}
+			return o
+		})
 	})
 }
 

@@ -9,6 +9,7 @@ package atomicsem_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -521,4 +522,187 @@ func TestScenarioBargingArrivalSpinsForPermitsAboutToBeReleased(t *testing.T) {
 	requireGranted(t, arrival, 1)
 	arrival.tok.Release()
 	require.Equal(t, atomicsem.Stats{Available: 1, Held: 0, Limit: 1, Max: 1}, s.Stats())
+}
+
+// stopFirstPark installs a stopper that stops the first goroutine to reach
+// BeforePark (queued, not yet waiting), and no other.
+func stopFirstPark(t *testing.T) *stopper {
+	var stopped atomic.Bool
+	return installStopper(t, func(site hook.Site) bool {
+		return site == hook.BeforePark && stopped.CompareAndSwap(false, true)
+	})
+}
+
+// Bug shape (golang/go#63615, the order x/sync's TestWeightedAcquireCanceled
+// checks): the waiter's ctx is cancelled first, and the permits are granted
+// to it afterwards, by a release that ran before the waiter noticed the
+// cancellation. When the waiter runs, both its wake-up and ctx.Done are
+// ready, and a select picks either: it returned a token in about half of
+// the rounds. A done ctx must win: Acquire returns ctx.Err() and the permits
+// go on to the next waiter, or back to the semaphore. Each round stops the
+// waiter after it has queued and before it waits, cancels, releases, and
+// lets it go on; twenty rounds leave a coin-flip fault one chance in a
+// million.
+func TestScenarioCancelThenGrantReturnsCtxErr(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   []atomicsem.Option
+		behind bool // a second waiter queues behind the cancelled one
+	}{
+		{name: "fifo dispatch grant", opts: nil},
+		{name: "fifo front hand-off", opts: nil, behind: true},
+		{name: "barging wake", opts: []atomicsem.Option{atomicsem.WithBarging()}},
+		{name: "barging wake with a waiter behind", opts: []atomicsem.Option{atomicsem.WithBarging()}, behind: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for round := range 20 {
+				t.Run(fmt.Sprint("round=", round), func(t *testing.T) {
+					synctest.Test(t, func(t *testing.T) {
+						s := mustNew(t, 1, 1, tt.opts...)
+						held := mustTake(t, s, 1)
+						ctx, cancel := context.WithCancel(t.Context())
+						st := stopFirstPark(t)
+						first := goAcquire(ctx, s, 1)
+						require.Equal(t, hook.BeforePark, st.waitStop())
+						var second *pendingAcquire
+						if tt.behind {
+							second = park(t, s, t.Context(), 1)
+						}
+
+						cancel()
+						held.Release() // grants first (FIFO) or wakes it (barging)
+						st.resume()
+						synctest.Wait()
+
+						require.True(t, first.returned())
+						require.ErrorIs(t, first.err, context.Canceled, "a token returned after its ctx was done")
+						require.Zero(t, first.tok.Permits())
+						if second != nil {
+							requireGranted(t, second, 1)
+							second.tok.Release()
+						}
+						require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+						require.Empty(t, atomicsem.QueueFlagsError(s))
+					})
+				})
+			}
+		})
+	}
+}
+
+// The same order on the barging path of a woken waiter that lost its race
+// and went back to the queue: its ctx is cancelled while it is requeued,
+// and the next release wakes it again before it notices. It must return
+// ctx.Err() and pass the wake-up on, not take the permits.
+func TestScenarioCancelThenWakeOfARequeuedWaiterReturnsCtxErr(t *testing.T) {
+	for round := range 20 {
+		t.Run(fmt.Sprint("round=", round), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := mustNew(t, 1, 1, atomicsem.WithBarging())
+				held := mustTake(t, s, 1)
+				ctx, cancel := context.WithCancel(t.Context())
+				first := park(t, s, ctx, 1)
+
+				// Wake first, let an arrival take the permit meanwhile, and
+				// stop first when it has queued again.
+				var parks atomic.Int32
+				st := installStopper(t, func(site hook.Site) bool {
+					switch site {
+					case hook.AfterWake:
+						return parks.Load() == 0
+					case hook.BeforePark:
+						return parks.Inc() == 1
+					}
+					return false
+				})
+				held.Release()
+				require.Equal(t, hook.AfterWake, st.waitStop())
+				arrival := mustTake(t, s, 1)
+				st.resume()
+				require.Equal(t, hook.BeforePark, st.waitStop())
+				require.Equal(t, 1, s.Stats().Waiters, "the loser queues again")
+
+				cancel()
+				arrival.Release() // wakes first again
+				st.resume()
+				synctest.Wait()
+
+				require.True(t, first.returned())
+				require.ErrorIs(t, first.err, context.Canceled)
+				require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+				require.Empty(t, atomicsem.QueueFlagsError(s))
+			})
+		})
+	}
+}
+
+// Bug shape: a barging waiter that has waited past the starvation bound is
+// woken, loses the permit to an arrival, and goes back to the queue. If
+// going back does not turn the semaphore to hand-off, arrivals keep
+// taking the permits from under it for as long as they come. Requeued,
+// it must make the next release hand the permit to it, and TryAcquire
+// must refuse to barge meanwhile.
+func TestScenarioStarvedLoserTurnsTheSemaphoreToHandOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 1, 1, atomicsem.WithBarging())
+		held := mustTake(t, s, 1)
+		w := park(t, s, t.Context(), 1)
+		time.Sleep(2 * atomicsem.DefaultStarvationBound)
+
+		var parks atomic.Int32
+		st := installStopper(t, func(site hook.Site) bool {
+			switch site {
+			case hook.AfterWake:
+				return parks.Load() == 0
+			case hook.BeforePark:
+				return parks.Inc() == 1
+			}
+			return false
+		})
+		held.Release() // wakes w to compete
+		require.Equal(t, hook.AfterWake, st.waitStop())
+		arrival := mustTake(t, s, 1) // and an arrival wins
+		st.resume()
+		require.Equal(t, hook.BeforePark, st.waitStop())
+		require.Equal(t, "starving", atomicsem.QueueState(s), "the starved loser must turn the semaphore to hand-off")
+
+		arrival.Release() // hands the permit to w
+		_, ok := s.TryAcquire(1)
+		require.False(t, ok, "an arrival barged past a waiter that waited past the bound")
+		st.resume()
+		synctest.Wait()
+		requireGranted(t, w, 1)
+		w.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+	})
+}
+
+// Bug shape: an arrival that saw the queue eligible without the lock, and
+// then, under the lock, queues behind it without looking again. Meanwhile
+// the queue emptied and the permit came free; queued with nobody ahead of
+// it and no release to come, it waits for ever beside a free permit.
+func TestScenarioArrivalLooksAgainUnderTheLockBeforeQueueing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 1, 1)
+		held := mustTake(t, s, 1)
+		w := park(t, s, t.Context(), 1)
+
+		st := installStopper(t, func(site hook.Site) bool { return site == hook.BeforeQueue })
+		arrival := goAcquire(t.Context(), s, 1)
+		require.Equal(t, hook.BeforeQueue, st.waitStop())
+
+		held.Release() // grants w; the queue empties
+		synctest.Wait()
+		requireGranted(t, w, 1)
+		w.tok.Release() // the permit is free, nobody is queued
+		require.Equal(t, "empty", atomicsem.QueueState(s))
+
+		st.resume()
+		synctest.Wait()
+		require.True(t, arrival.returned(), "the arrival parked beside a free permit: %+v", s.Stats())
+		requireGranted(t, arrival, 1)
+		arrival.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+	})
 }

@@ -1,18 +1,19 @@
 package atomicsem
 
 import (
+	syncatomic "sync/atomic"
+	"testing"
 	"time"
 
 	"go.uber.org/atomic"
 
 	"github.com/atomicsem/atomicsem/event"
-	"github.com/atomicsem/atomicsem/internal/mutant"
 )
 
 // waitStatus says how a parked waiter's wait ended. It is written under the
 // semaphore's mu before the waiter's event is set, so the waiter may read it
 // without the lock once it has consumed the event.
-type waitStatus uint8
+type waitStatus uint32
 
 const (
 	waiting waitStatus = iota // queued, nothing decided
@@ -29,24 +30,39 @@ const (
 // and the Release, which takes the queue lock to hand the permits on in any
 // case while others wait, puts the record back on the free list under that
 // lock. So in the contended case the free list costs no atomic operations.
+// The token carries the record's generation, which the token's end claims
+// and advances; a copy of the token, or a second end racing the first,
+// finds the generation moved and is refused before it changes anything, so
+// a record can never go back to the free list while another Acquire is
+// parked on it.
 //
 // A parked Acquire costs this record plus its event's channel, so the record
-// is kept small: the arrival time is one int64 rather than a time.Time (24
-// bytes), the request is an int32 (requests are at most MaxPermits, 2^20 − 1)
-// and status, the only other field narrower than a word, sits beside it. On
-// 64-bit platforms the record is 45 bytes, which the allocator rounds to its
-// 48-byte size class.
+// is kept to the allocator's 48-byte size class on 64-bit platforms: the
+// arrival time is one int64 rather than a time.Time, the request and the
+// status share one 32-bit field, and the generation is a sync/atomic
+// Uint32, whose alignment is 4 (go.uber.org/atomic's is 8, which would pad
+// the record to 56 bytes).
 type waiter struct {
 	prev, next *waiter    // queue links, or the free-list link; guarded by mu
 	sem        *Semaphore // the semaphore whose free list the record belongs to
 	arrival    int64      // when first queued, as nanoseconds since epoch; barging mode only
 	ready      event.AutoReset
-	n          int32      // permits requested
-	status     waitStatus // guarded by mu; see waitStatus
+	nstatus    uint32            // the request in the low 30 bits, the status above; guarded by mu
+	gen        syncatomic.Uint32 // advanced by each end of a token that owns the record
 }
 
+const statusShift = 30
+
 // want returns the number of permits w requested.
-func (w *waiter) want() int64 { return int64(w.n) }
+func (w *waiter) want() int64 { return int64(w.nstatus & (1<<statusShift - 1)) }
+
+// status returns how w's wait ended, or waiting.
+func (w *waiter) status() waitStatus { return waitStatus(w.nstatus >> statusShift) }
+
+// setStatus records how w's wait ended. It requires that mu is held.
+func (w *waiter) setStatus(st waitStatus) {
+	w.nstatus = w.nstatus&(1<<statusShift-1) | uint32(st)<<statusShift
+}
 
 // epoch is the origin of waiter arrival times. time.Since(epoch) reads the
 // monotonic clock, so waiting times are immune to changes of the wall clock.
@@ -60,15 +76,33 @@ func (w *waiter) waitedFor() time.Duration {
 	return time.Since(epoch) - time.Duration(w.arrival)
 }
 
+// inBubble reports whether the calling goroutine runs in a testing/synctest
+// bubble, where every channel it parks on must have been made in the same
+// bubble: the runtime stops the process if a goroutine uses a channel of
+// another bubble, and does not count a goroutine parked on a channel made
+// outside its bubble as durably blocked, which stalls the bubble's clock.
+//
+// Bubbles exist only in test binaries, so anywhere else this is one load of
+// a constant string. In a test binary it reads the clock: inside a bubble
+// the clock carries no monotonic reading, and outside one it always does.
+func inBubble() bool {
+	if !testing.Testing() {
+		return false
+	}
+	now := time.Now()
+	return now == now.Round(0) // Round(0) strips the monotonic reading
+}
+
 // maxFreeWaiters caps a semaphore's free list. Records beyond it are left to
 // the garbage collector, so a burst of parked goroutines does not pin its
 // peak memory for the semaphore's lifetime.
 const maxFreeWaiters = 1024
 
 // waiterFreeList recycles waiter records together with their events'
-// channels. It is per semaphore rather than a global sync.Pool because a
-// channel made inside a testing/synctest bubble must not be used outside it:
-// a shared pool would hand one test's channel to another.
+// channels. It is per semaphore rather than a global sync.Pool, and holds
+// only records whose channels were made outside testing/synctest bubbles: a
+// waiter parking in a bubble gets a record of its own, which is never
+// recycled (see inBubble).
 //
 // Records come back under the semaphore's mu, onto a plain stack, except
 // when a token's Release finds mu busy: that release does not wait, and
@@ -85,22 +119,30 @@ type waiterFreeList struct {
 	spillLen atomic.Int32 // approximate: only enforces maxFreeWaiters
 }
 
-// getLocked returns a record of s for n permits, recycled if one is free.
-func (l *waiterFreeList) getLocked(s *Semaphore, n int64) *waiter {
-	w := l.head
-	if w != nil {
+// getLocked returns a record of s for n permits: a fresh one if the caller
+// parks in a bubble, else one recycled if one is free. It requires that mu
+// is held.
+func (l *waiterFreeList) getLocked(s *Semaphore, n int64, bubbled bool) *waiter {
+	var w *waiter
+	switch {
+	case bubbled:
+	case l.head != nil:
+		w = l.head
 		l.head = w.next
 		l.len--
-	} else if w = l.popSpill(); w == nil {
+	default:
+		w = l.popSpill()
+	}
+	if w == nil {
 		w = &waiter{sem: s}
 	}
 	w.next = nil
-	w.n = int32(n) // n ≤ MaxPermits
-	w.status = waiting
+	w.nstatus = uint32(n) // n ≤ MaxPermits, status waiting
 	return w
 }
 
-// putLocked requires that w is off the queue and its event is clear.
+// putLocked requires that mu is held, w is off the queue, its event is
+// clear, and its channel was not made in a bubble.
 func (l *waiterFreeList) putLocked(w *waiter) {
 	if l.len >= maxFreeWaiters {
 		return // left to the garbage collector
@@ -137,82 +179,4 @@ func (l *waiterFreeList) popSpill() *waiter {
 			return w
 		}
 	}
-}
-
-// waitQueue is a doubly linked FIFO list of waiters. All of it is guarded by
-// the semaphore's mu.
-type waitQueue struct {
-	head, tail *waiter
-	// lastArrival is the latest arrival stamped (barging mode only),
-	// math.MinInt64 before the first.
-	lastArrival int64
-}
-
-// stampArrival records in w, a waiter about to be queued for the first
-// time, that it arrives now. It is called once per Acquire, not again when
-// a woken waiter is requeued, so that waitedFor counts from the first
-// arrival. The stamps are kept strictly increasing, so that they also give
-// the arrival order that insertByArrival keeps: an arrival that reads the
-// same clock value as the one before it (a coarse clock, or a
-// testing/synctest bubble, whose clock stands still) is stamped a
-// nanosecond later.
-func (q *waitQueue) stampArrival(w *waiter) {
-	now := int64(time.Since(epoch))
-	if now <= q.lastArrival {
-		now = q.lastArrival + 1
-	}
-	q.lastArrival = now
-	w.arrival = now
-}
-
-func (q *waitQueue) empty() bool { return q.head == nil }
-
-func (q *waitQueue) pushBack(w *waiter) {
-	w.prev, w.next = q.tail, nil
-	if q.tail != nil {
-		q.tail.next = w
-	} else {
-		q.head = w
-	}
-	q.tail = w
-}
-
-// insertByArrival queues w, a woken waiter going back to sleep, at its
-// place by arrival: behind the waiters that arrived before it and ahead of
-// those that arrived after it. Several waiters woken at once, or by
-// successive releases, may all lose the race for the permits and come back
-// in any order; putting each at the front would reverse them. The walk is
-// short: the waiters that arrived earlier are the ones woken with w that
-// came back first, and those asking for more than the limit, which a
-// dispatch that serves anyone behind them walks past as well.
-func (q *waitQueue) insertByArrival(w *waiter) {
-	next := q.head
-	for next != nil && next.arrival < w.arrival && mutant.Active != mutant.RequeueFront {
-		next = next.next
-	}
-	if next == nil {
-		q.pushBack(w)
-		return
-	}
-	w.prev, w.next = next.prev, next
-	if next.prev != nil {
-		next.prev.next = w
-	} else {
-		q.head = w
-	}
-	next.prev = w
-}
-
-func (q *waitQueue) remove(w *waiter) {
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		q.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		q.tail = w.prev
-	}
-	w.prev, w.next = nil, nil
 }

@@ -32,7 +32,7 @@ func TestFreeListKeepsAtMostMaxFreeWaiters(t *testing.T) {
 	require.Equal(t, int32(maxFreeWaiters), l.spillLen.Load())
 	taken := 0
 	for l.head != nil || l.spill.Load() != nil {
-		l.getLocked(s, 1)
+		l.getLocked(s, 1, false)
 		taken++
 	}
 	require.Equal(t, 2*maxFreeWaiters, taken, "records recycled")

@@ -34,10 +34,10 @@ func TestAvailCASCountsAndRefuses(t *testing.T) {
 				t.Fatal("returning more than was held did not panic")
 			}
 		}()
-		s.ReturnPermits(2)
+		s.ReturnPermits(2, 0)
 	}()
 	wantAvailable(2) // the refused release changed nothing
-	s.ReturnPermits(1)
+	s.ReturnPermits(1, 0)
 	wantAvailable(3)
 
 	s.word.Store(s.word.Load() | availClosed)
@@ -57,7 +57,7 @@ func TestAvailCASRefusesInDebt(t *testing.T) {
 	if _, ok := s.tryAcquire(max); ok {
 		t.Fatal("acquired in debt")
 	}
-	s.ReturnPermits(max)
+	s.ReturnPermits(max, 0)
 	if got := s.available(); got != 0 {
 		t.Fatalf("available = %d after returning every permit, want 0", got)
 	}

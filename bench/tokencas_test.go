@@ -34,7 +34,7 @@ func (s *tokenCAS) tryAcquire(n int64) (token.Token, bool) {
 			return token.Token{}, false
 		}
 		if s.v.CompareAndSwap(old, old-n) {
-			return token.New(s, n), true
+			return token.New(s, n, 0), true
 		}
 	}
 }
@@ -56,7 +56,7 @@ func (s *tokenCAS) acquire(ctx context.Context, n int64) (token.Token, error) {
 			return token.Token{}, errWouldWait
 		}
 		if s.v.CompareAndSwap(old, old-n) {
-			return token.New(s, n), nil
+			return token.New(s, n, 0), nil
 		}
 	}
 }
@@ -65,7 +65,7 @@ func (s *tokenCAS) acquire(ctx context.Context, n int64) (token.Token, error) {
 // atomicsem's would park.
 var errWouldWait = errors.New("bench: out of permits, and this floor cannot wait")
 
-func (s *tokenCAS) ReturnPermits(n int64) {
+func (s *tokenCAS) ReturnPermits(n int64, _ uint32) {
 	for {
 		old := s.v.Load()
 		if s.v.CompareAndSwap(old, old+n) {
@@ -74,7 +74,9 @@ func (s *tokenCAS) ReturnPermits(n int64) {
 	}
 }
 
-func (s *tokenCAS) ForgetPermits(int64) { panic("tokencas does not forget") }
+func (s *tokenCAS) ForgetPermits(int64, uint32) { panic("tokencas does not forget") }
+
+func (s *tokenCAS) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) { return s, tag }
 
 // wordCAS is tokenCAS on atomicsem's packed word, with atomicsem's checks
 // and its block mask on a line of its own.
@@ -89,11 +91,11 @@ func (s *wordCAS) tryAcquire(n int64) (token.Token, bool) {
 	for {
 		old := state.Word(s.word.Load())
 		held := old.Held() + n
-		if old&s.block != 0 || held > old.Total() {
+		if old >= s.block || held > old.Limit() {
 			return token.Token{}, false
 		}
 		if s.word.CompareAndSwap(uint64(old), uint64(old.WithHeld(held))) {
-			return token.New(s, n), true
+			return token.New(s, n, 0), true
 		}
 	}
 }
@@ -108,16 +110,16 @@ func (s *wordCAS) acquire(ctx context.Context, n int64) (token.Token, error) {
 	for {
 		old := state.Word(s.word.Load())
 		held := old.Held() + n
-		if old&s.block != 0 || held > old.Total() {
+		if old >= s.block || held > old.Limit() {
 			return token.Token{}, errWouldWait
 		}
 		if s.word.CompareAndSwap(uint64(old), uint64(old.WithHeld(held))) {
-			return token.New(s, n), nil
+			return token.New(s, n, 0), nil
 		}
 	}
 }
 
-func (s *wordCAS) ReturnPermits(n int64) {
+func (s *wordCAS) ReturnPermits(n int64, _ uint32) {
 	for {
 		old := state.Word(s.word.Load())
 		held := old.Held() - n
@@ -130,7 +132,9 @@ func (s *wordCAS) ReturnPermits(n int64) {
 	}
 }
 
-func (s *wordCAS) ForgetPermits(int64) { panic("wordcas does not forget") }
+func (s *wordCAS) ForgetPermits(int64, uint32) { panic("wordcas does not forget") }
+
+func (s *wordCAS) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) { return s, tag }
 
 // availCAS is wordCAS on a word laid out for a shorter acquire: the
 // available count, signed, in the top bits, so that an acquire is one
@@ -177,12 +181,12 @@ func (s *availCAS) tryAcquire(n int64) (token.Token, bool) {
 			return token.Token{}, false
 		}
 		if s.word.CompareAndSwap(old, new) {
-			return token.New(s, n), true
+			return token.New(s, n, 0), true
 		}
 	}
 }
 
-func (s *availCAS) ReturnPermits(n int64) {
+func (s *availCAS) ReturnPermits(n int64, _ uint32) {
 	for {
 		old := s.word.Load()
 		total := int64(old>>availTotalSh) & availField
@@ -195,7 +199,9 @@ func (s *availCAS) ReturnPermits(n int64) {
 	}
 }
 
-func (s *availCAS) ForgetPermits(int64) { panic("availcas does not forget") }
+func (s *availCAS) ForgetPermits(int64, uint32) { panic("availcas does not forget") }
+
+func (s *availCAS) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) { return s, tag }
 
 // tokenCASSem and wordCASSem put tokencas and wordcas behind the harness's
 // sem interface, so that BenchmarkUncontended and BenchmarkParallel can take
@@ -239,7 +245,7 @@ func (a wordCASSem) release(h *held) { h.tok.Release() }
 // newWordCAS returns a wordCAS with count of total permits available out of
 // a ceiling of max, nothing queued.
 func newWordCAS(count, total, max int64) *wordCAS {
-	s := &wordCAS{block: state.ClosedBit | state.EligibleBit}
-	s.word.Store(uint64(state.New(count, total, max)))
+	s := &wordCAS{block: state.BlockFIFO}
+	s.word.Store(uint64(state.New(total-count, total)))
 	return s
 }

@@ -40,7 +40,7 @@ func (d *decoder) upTo(limit int64) int64 {
 	case 1:
 		return max(limit-int64(sel/4), 0)
 	default:
-		return int64(d.little(3)) % (limit + 1)
+		return int64(d.little(4)) % (limit + 1)
 	}
 }
 

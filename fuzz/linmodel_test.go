@@ -71,7 +71,7 @@ func linModel(initial, max int64) porcupine.Model {
 		DescribeOperation: describeLinOp,
 		DescribeState: func(state any) string {
 			s := state.(model.Semaphore)
-			return fmt.Sprintf("count %d, total %d, max %d, closed %t", s.Count, s.Total, s.Max, s.Closed)
+			return fmt.Sprintf("available %d, limit %d, max %d, closed %t", s.Available, s.Limit, s.Max, s.Closed)
 		},
 	}
 }

@@ -3,31 +3,35 @@ package fuzz_test
 // Hand-written seeds, decoded as decoder describes. The committed corpus in
 // testdata/fuzz holds more, found by the fuzzer.
 
-// transitionSeeds start with a word (max, total, held selectors, then the
-// flags: bit 0 queued, 1 eligible, 2 starving, 3 closed) followed by
-// operations.
+// transitionSeeds start with a word (max, limit, held selectors, then the
+// flags: bits 0 and 1 the queue state, 2 idle, 3 closed) followed by
+// operations (0 Acquire, 1 Release, 2 Forget, 3 TryRelease, 4 Refill,
+// 5 SetLimit, 6 Close; Acquire's block selector 0 is closed alone, 1 the
+// FIFO block, 2 the barging one).
 var transitionSeeds = [][]byte{
-	// max 5, total 3, held 2: Acquire(2) refused, Acquire(1) taken,
+	// max 5, limit 3, held 2: Acquire(2) refused, Acquire(1) taken,
 	// Release(held), Forget(held+1) refused.
 	{20, 12, 8, 0, 0, 1, 3, 1, 0, 1, 2, 1, 1, 5, 2, 2, 5, 3},
-	// in debt (total 1, held 3): Forget(held) leaves total at zero.
+	// in debt (limit 1, held 3): Forget(held) leaves the limit at zero.
 	{20, 4, 12, 0, 2, 5, 2},
-	// everything at MaxPermits, queue flags set: SetLimit(0) gives the
+	// everything at MaxPermits, starving and idle: SetLimit(0) gives the
 	// deepest debt, Release(held) pays it, TryRelease(1) is refused.
-	{1, 1, 1, 7, 4, 0, 0, 1, 5, 2, 3, 0, 8},
+	{1, 1, 1, 7, 5, 0, 0, 1, 5, 2, 3, 0, 8},
 	// TryRelease up to max exactly, then one more.
 	{20, 12, 12, 0, 3, 9, 2, 3, 0, 8},
-	// Close twice with queued and eligible set.
-	{20, 12, 0, 3, 5, 5},
+	// Refill one past the room left fills up to max, then adds nothing.
+	{20, 12, 8, 0, 4, 9, 3, 4, 9, 2},
+	// Close twice with the queue eligible.
+	{20, 12, 0, 2, 6, 6},
 	// eligible: refused with the FIFO block, taken with the barging one.
-	{20, 12, 0, 3, 0, 0, 8, 2, 0, 0, 8, 3},
+	{20, 12, 0, 2, 0, 0, 8, 1, 0, 0, 8, 2},
 	// queued alone (only waiters above the limit): taken with the FIFO block.
-	{20, 12, 0, 1, 0, 0, 8, 2},
+	{20, 12, 0, 1, 0, 0, 8, 1},
 	// SetLimit(-1) and SetLimit(max+1) are refused.
-	{20, 12, 8, 0, 4, 0, 6, 4, 7, 3},
-	// closed: Release(held) and Forget(1) keep the flag, Acquire with no
-	// block takes permits (the caller checked closed).
-	{20, 12, 8, 8, 1, 5, 2, 2, 0, 8, 0, 0, 8, 0},
+	{20, 12, 8, 0, 5, 0, 6, 5, 7, 3},
+	// closed and idle: Release(held) and Forget(1) keep both flags,
+	// Acquire is refused by every block.
+	{20, 12, 8, 12, 1, 5, 2, 2, 0, 8, 0, 0, 8, 0},
 }
 
 // semaphoreSeeds start with the mode (odd: barging) and New's two

@@ -17,7 +17,9 @@ import (
 
 // FuzzSemaphoreOps drives one real Semaphore and the model through the same
 // sequence of operations from a single goroutine, in FIFO or barging mode,
-// and compares every result and, after every step, Stats. With one
+// and compares every result and, after every step, Stats. Tokens are
+// released, forgotten and split; a WaitIdle is issued only when the model
+// says it returns at once. With one
 // goroutine nothing ever waits, so the two modes must behave alike; an
 // Acquire with a live context is only issued when the model grants it at
 // once.
@@ -92,8 +94,8 @@ func newOpsRun(t *testing.T, d *decoder) *opsRun {
 // step decodes one operation, applies it to both sides and compares.
 func (r *opsRun) step(d *decoder) {
 	t, m := r.t, &r.m
-	anchors := []int64{m.Count, m.Total, m.Held(), m.Max, m.Max - m.Total, 0}
-	switch op := d.next() % 9; op {
+	anchors := []int64{m.Available, m.Limit, m.Held(), m.Max, m.Max - m.Limit, 0}
+	switch op := d.next() % 12; op {
 	case 0:
 		n := d.arg(anchors...)
 		ctx := doneContext(d.next())
@@ -167,6 +169,41 @@ func (r *opsRun) step(d *decoder) {
 		r.note("Close()")
 		r.sem.Close()
 		m.Close()
+	case 9:
+		n := d.arg(anchors...)
+		r.note("Refill(%d)", n)
+		require.Equal(t, m.Refill(n), r.sem.Refill(n), r)
+	case 10:
+		if len(r.live) == 0 {
+			r.note("skip Split: no live token")
+			return
+		}
+		i := int(d.next()) % len(r.live)
+		h := &r.live[i]
+		k := d.arg(h.n, 0)
+		r.note("Split(%d) of a token of %d", k, h.n)
+		part, ok := h.tok.Split(k)
+		require.Equal(t, 0 <= k && k <= h.n, ok, r)
+		if ok {
+			h.n -= k
+			require.Equal(t, h.n, h.tok.Permits(), "%s: the rest", r)
+			r.checkToken(&part, true, k)
+		} else {
+			r.checkToken(&part, false, k)
+		}
+	case 11:
+		ctx := context.Background()
+		if d.next()%2 == 0 {
+			ctx = doneContext(d.next())
+		}
+		want := m.WaitIdle(ctx.Err() != nil)
+		if want == model.WouldBlock {
+			r.note("skip WaitIdle(live): it would wait")
+			return
+		}
+		r.note("WaitIdle(done %v)", ctx.Err())
+		err := r.sem.WaitIdle(ctx)
+		r.checkAcquireErr(err, ctx, want)
 	}
 }
 

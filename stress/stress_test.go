@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
 )
 
 var testDuration = flag.Duration("stress.duration", 2*time.Second,
@@ -99,7 +101,7 @@ func TestConfigRejectsNonsense(t *testing.T) {
 		{"zero duration", func(c *config) { c.duration = 0 }},
 		{"no goroutines", func(c *config) { c.goroutines = 0 }},
 		{"zero max", func(c *config) { c.max = 0 }},
-		{"max above MaxPermits", func(c *config) { c.max = 1 << 20 }},
+		{"max above MaxPermits", func(c *config) { c.max = atomicsem.MaxPermits + 1 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,21 +3,29 @@
 //
 // A Token is returned by value from an acquire and ends in exactly one of two
 // ways: Release gives its permits back to the semaphore, Forget removes them
-// for good (the semaphore's limit drops by that many). Ending a token twice,
+// for good (the semaphore's limit drops by that many). Split moves some of
+// its permits into a new token, which ends on its own. Ending a token twice,
 // or ending the zero Token, is a caller bug and panics.
 package token
-
-import "github.com/atomicsem/atomicsem/internal/mutant"
 
 // Owner is what a Token returns its permits to. Semaphore implementations
 // satisfy it; callers never need to.
 //
+// Each method receives the tag the token was issued with (see New), so
+// that an owner that reuses itself for successive tokens can tell a
+// current token from a stale copy of an earlier one.
+//
 // ReturnPermits makes n permits available again. ForgetPermits removes n
-// permits from circulation. Each is called at most once per token, with the
-// count the token was built with, which may be 0.
+// permits from circulation. One of them is called at most once per token,
+// with the token's count, which may be 0. SplitPermits is called when k of
+// a live token's n permits (0 ≤ k ≤ n) move to a new token; it returns the
+// owner and tag that both tokens carry from then on, so each of the two
+// ends on its own. An owner with no bookkeeping of its own returns itself
+// and tag.
 type Owner interface {
-	ReturnPermits(n int64)
-	ForgetPermits(n int64)
+	ReturnPermits(n int64, tag uint32)
+	ForgetPermits(n int64, tag uint32)
+	SplitPermits(n, k int64, tag uint32) (Owner, uint32)
 }
 
 // Token holds permits acquired from a semaphore until Release or Forget.
@@ -26,13 +34,17 @@ type Owner interface {
 // a semaphore is to acquire them from it, because a semaphore does not expose
 // the Owner it builds its tokens with.
 //
-// The zero Token holds nothing; calling Release or Forget on it panics. A
-// token for zero permits (from acquiring 0) can be released or forgotten once,
-// like any other, and changes nothing.
+// The zero Token holds nothing; calling Release, Forget or Split on it
+// panics. A token for zero permits (from acquiring 0) can be released or
+// forgotten once, like any other, and changes nothing.
 //
 // A Token must not be copied: each copy would carry the right to release the
 // same permits, and only the first copy to be ended would be stopped from
-// ending them again. go vet reports copies. Pass a *Token instead.
+// ending them again. go vet reports copies. Pass a *Token instead. A
+// semaphore may still catch a copy ended after the original (atomicsem does
+// for tokens granted to a parked Acquire, and otherwise whenever the second
+// end would return more permits than are held), but it cannot always tell a
+// copy's permits from another holder's.
 //
 // A Token belongs to one goroutine at a time, like any Go value not
 // documented as safe for concurrent use: it may be handed to another
@@ -45,6 +57,7 @@ type Token struct {
 	_     noCopy
 	owner Owner
 	n     int64
+	tag   uint32
 	state state
 }
 
@@ -57,10 +70,12 @@ const (
 	spent              // released or forgotten
 )
 
-// New returns a live token for n permits held from owner. It is meant for
-// semaphore implementations; the token gives its permits back only to owner.
-func New(owner Owner, n int64) Token {
-	return Token{owner: owner, n: n, state: live}
+// New returns a live token for n permits held from owner, carrying tag,
+// which the token passes back to owner's methods unchanged. It is meant for
+// semaphore implementations; the token gives its permits back only to
+// owner.
+func New(owner Owner, n int64, tag uint32) Token {
+	return Token{owner: owner, n: n, tag: tag, state: live}
 }
 
 // Release gives the token's permits back to the semaphore that issued it,
@@ -78,16 +93,13 @@ func (t *Token) Release() {
 		panic(releaseMisuse(t.state))
 	}
 	t.state = spent
-	if mutant.Active == mutant.DoubleRelease {
-		t.state = live // fault for scripts/mutants.sh: the token can end again
-	}
-	t.owner.ReturnPermits(t.n)
+	t.owner.ReturnPermits(t.n, t.tag)
 }
 
 // Forget drops the token's permits for good: they are neither held nor
 // available afterwards, and the semaphore's limit falls by the token's count
 // (but not below zero). The limit stays lower until it is raised again, by
-// TryRelease or SetLimit on the semaphore.
+// TryRelease, Refill or SetLimit on the semaphore.
 //
 // It is a run-time error to call Release or Forget again on a spent token, or
 // on the zero Token; the panic, an error whose message begins "token: ",
@@ -97,15 +109,33 @@ func (t *Token) Forget() {
 		panic(forgetMisuse(t.state))
 	}
 	t.state = spent
-	if mutant.Active == mutant.DoubleRelease {
-		t.state = live // fault for scripts/mutants.sh: the token can end again
+	t.owner.ForgetPermits(t.n, t.tag)
+}
+
+// Split moves k of the token's permits into a new token and returns it: t
+// keeps the rest, and each of the two is then released or forgotten on its
+// own. A caller that reserved more than it turned out to need splits off
+// what it used, forgets that part and releases the rest. Split(0) returns
+// a token for nothing; Split(t.Permits()) leaves t holding nothing.
+//
+// Split reports false, changing nothing, if k < 0 or k is more than the
+// token holds. It is a run-time error to call Split on a spent token or on
+// the zero Token; the panic's message begins "token: ".
+func (t *Token) Split(k int64) (Token, bool) {
+	if t.state != live {
+		panic(splitMisuse(t.state))
 	}
-	t.owner.ForgetPermits(t.n)
+	if k < 0 || k > t.n {
+		return Token{}, false
+	}
+	t.owner, t.tag = t.owner.SplitPermits(t.n, k, t.tag)
+	t.n -= k
+	return New(t.owner, k, t.tag), true
 }
 
 // Permits returns the number of permits the token holds: the number acquired
-// while the token is live, 0 once it has been released or forgotten, and 0
-// for the zero Token.
+// (less any split off) while the token is live, 0 once it has been released
+// or forgotten, and 0 for the zero Token.
 func (t *Token) Permits() int64 {
 	if t.state != live {
 		return 0
@@ -113,19 +143,20 @@ func (t *Token) Permits() int64 {
 	return t.n
 }
 
-// releaseMisuse and forgetMisuse are what Release and Forget panic with: the
-// state of the token they were called on. They build their message only when
-// it is printed, which keeps both methods small enough to be inlined. (For
-// the same reason the two methods spell out their check rather than share a
-// helper: even inlined, a helper's call takes them past the budget, cost 83
-// of 80.)
+// releaseMisuse, forgetMisuse and splitMisuse are what Release, Forget and
+// Split panic with: the state of the token they were called on. Each
+// builds its message only when it is printed, and one type per method
+// keeps the operation's name out of the call, so that Release and Forget
+// stay small enough to be inlined.
 type (
 	releaseMisuse state
 	forgetMisuse  state
+	splitMisuse   state
 )
 
 func (m releaseMisuse) Error() string { return misuseMessage("Release", state(m)) }
 func (m forgetMisuse) Error() string  { return misuseMessage("Forget", state(m)) }
+func (m splitMisuse) Error() string   { return misuseMessage("Split", state(m)) }
 
 func misuseMessage(op string, s state) string {
 	if s == zero {

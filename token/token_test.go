@@ -2,6 +2,7 @@ package token_test
 
 import (
 	"fmt"
+	"math"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -16,19 +17,30 @@ import (
 // recordingOwner counts what tokens hand back to it, so a test can tell a
 // permit returned twice from one returned once.
 type recordingOwner struct {
-	returned  atomic.Int64 // permits passed to ReturnPermits
-	forgotten atomic.Int64 // permits passed to ForgetPermits
-	calls     atomic.Int64 // calls of either method
+	returned  atomic.Int64  // permits passed to ReturnPermits
+	forgotten atomic.Int64  // permits passed to ForgetPermits
+	calls     atomic.Int64  // calls of either method
+	splits    atomic.Int64  // calls of SplitPermits
+	lastTag   atomic.Uint32 // the tag of the last call
 }
 
-func (o *recordingOwner) ReturnPermits(n int64) {
+func (o *recordingOwner) ReturnPermits(n int64, tag uint32) {
 	o.returned.Add(n)
 	o.calls.Inc()
+	o.lastTag.Store(tag)
 }
 
-func (o *recordingOwner) ForgetPermits(n int64) {
+func (o *recordingOwner) ForgetPermits(n int64, tag uint32) {
 	o.forgotten.Add(n)
 	o.calls.Inc()
+	o.lastTag.Store(tag)
+}
+
+// SplitPermits keeps the owner and moves the tag on by one, so that a test
+// can see that both parts carry what it returned.
+func (o *recordingOwner) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) {
+	o.splits.Inc()
+	return o, tag + 1
 }
 
 // end calls Release or Forget by name, so table tests can list sequences.
@@ -71,15 +83,82 @@ func TestPermitsBeforeAndAfterEnd(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := &recordingOwner{}
-			tok := token.New(o, tt.n)
+			tok := token.New(o, tt.n, 7)
 			require.Equal(t, tt.n, tok.Permits())
 			end(&tok, tt.op)
 			require.Zero(t, tok.Permits(), "a spent token holds nothing")
 			require.Equal(t, tt.wantReturned, o.returned.Load())
 			require.Equal(t, tt.wantForgotten, o.forgotten.Load())
 			require.Equal(t, int64(1), o.calls.Load(), "the owner hears from the token once, even for 0 permits")
+			require.Equal(t, uint32(7), o.lastTag.Load(), "the owner gets back the tag it issued")
 		})
 	}
+}
+
+// Split moves part of a token's permits into a new token; the owner hears
+// of it once, both parts carry the owner and tag it returns, and each part
+// ends once with its own count.
+func TestSplitPartsEndOnTheirOwn(t *testing.T) {
+	tests := []struct {
+		name       string
+		n, k       int64
+		keep, part string // how each part ends
+	}{
+		{name: "spend part, return the rest", n: 10, k: 3, keep: "Release", part: "Forget"},
+		{name: "return part, spend the rest", n: 10, k: 3, keep: "Forget", part: "Release"},
+		{name: "split off nothing", n: 4, k: 0, keep: "Release", part: "Release"},
+		{name: "split off everything", n: 4, k: 4, keep: "Release", part: "Forget"},
+		{name: "empty token", n: 0, k: 0, keep: "Forget", part: "Release"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &recordingOwner{}
+			tok := token.New(o, tt.n, 7)
+			part, ok := tok.Split(tt.k)
+			require.True(t, ok)
+			require.Equal(t, int64(1), o.splits.Load())
+			require.Equal(t, tt.n-tt.k, tok.Permits())
+			require.Equal(t, tt.k, part.Permits())
+
+			end(&part, tt.part)
+			require.Equal(t, uint32(8), o.lastTag.Load(), "the part carries the tag SplitPermits returned")
+			end(&tok, tt.keep)
+			require.Equal(t, uint32(8), o.lastTag.Load(), "so does the token split")
+			require.Equal(t, int64(2), o.calls.Load())
+			want := map[string]int64{}
+			want[tt.part] += tt.k
+			want[tt.keep] += tt.n - tt.k
+			require.Equal(t, want["Release"], o.returned.Load())
+			require.Equal(t, want["Forget"], o.forgotten.Load())
+
+			for _, tok := range []*token.Token{&tok, &part} {
+				msg := panicMessage(func() { tok.Release() })
+				require.Contains(t, msg, "token: Release called on a token that was already released or forgotten")
+			}
+		})
+	}
+}
+
+// A Split that asks for more than the token holds, or for a negative
+// count, reports false and changes nothing; a Split of a spent or zero
+// token is a caller bug and panics.
+func TestSplitRefusesBadCountsAndPanicsOnSpentTokens(t *testing.T) {
+	o := &recordingOwner{}
+	tok := token.New(o, 3, 7)
+	for _, k := range []int64{-1, 4, math.MaxInt64, math.MinInt64} {
+		part, ok := tok.Split(k)
+		require.False(t, ok, "Split(%d)", k)
+		require.Zero(t, part.Permits())
+		require.Equal(t, int64(3), tok.Permits())
+	}
+	require.Zero(t, o.splits.Load(), "a refused split does not reach the owner")
+	tok.Release()
+	require.Equal(t, "token: Split called on a token that was already released or forgotten",
+		panicMessage(func() { tok.Split(1) }))
+	var zero token.Token
+	require.Equal(t, "token: Split called on the zero Token", panicMessage(func() { zero.Split(0) }))
+	require.Equal(t, int64(1), o.calls.Load())
+	require.Equal(t, int64(3), o.returned.Load())
 }
 
 func TestZeroTokenHoldsNothingAndPanicsOnEnd(t *testing.T) {
@@ -106,7 +185,7 @@ func TestEndingTwicePanicsAndChangesNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.first+"Then"+tt.second, func(t *testing.T) {
 			o := &recordingOwner{}
-			tok := token.New(o, 2)
+			tok := token.New(o, 2, 7)
 			end(&tok, tt.first)
 			returned, forgotten := o.returned.Load(), o.forgotten.Load()
 
@@ -130,7 +209,7 @@ func TestHandedOverTokenEndsOnce(t *testing.T) {
 	for _, op := range []string{"Release", "Forget"} {
 		t.Run(op, func(t *testing.T) {
 			o := &recordingOwner{}
-			tok := token.New(o, 5)
+			tok := token.New(o, 5, 7)
 			handed := make(chan *token.Token)
 			ended := make(chan struct{})
 			go func() {

@@ -36,7 +36,7 @@ func TestNewChecksItsArguments(t *testing.T) {
 			s, got := model.New(tt.initial, tt.max)
 			require.Equal(t, tt.want, got)
 			if got == model.OK {
-				require.Equal(t, model.Semaphore{Count: tt.initial, Total: tt.initial, Max: tt.max}, s)
+				require.Equal(t, model.Semaphore{Available: tt.initial, Limit: tt.initial, Max: tt.max}, s)
 			}
 		})
 	}
@@ -45,7 +45,7 @@ func TestNewChecksItsArguments(t *testing.T) {
 // newSem builds a model with held permits already taken, which New alone
 // cannot express.
 func newSem(count, total, max int64) model.Semaphore {
-	return model.Semaphore{Count: count, Total: total, Max: max}
+	return model.Semaphore{Available: count, Limit: total, Max: max}
 }
 
 func TestAcquire(t *testing.T) {
@@ -65,10 +65,10 @@ func TestAcquire(t *testing.T) {
 		{"above MaxPermits", newSem(3, 3, 5), model.MaxPermits + 1, true, model.InvalidPermits, newSem(3, 3, 5)},
 		{"above max", newSem(3, 3, 5), 6, true, model.ExceedsMax, newSem(3, 3, 5)},
 		{"done ctx beats free permits", newSem(3, 3, 5), 1, true, model.CtxDone, newSem(3, 3, 5)},
-		{"done ctx beats closed", model.Semaphore{Count: 3, Total: 3, Max: 5, Closed: true}, 1, true, model.CtxDone,
-			model.Semaphore{Count: 3, Total: 3, Max: 5, Closed: true}},
-		{"closed", model.Semaphore{Count: 3, Total: 3, Max: 5, Closed: true}, 0, false, model.Closed,
-			model.Semaphore{Count: 3, Total: 3, Max: 5, Closed: true}},
+		{"done ctx beats closed", model.Semaphore{Available: 3, Limit: 3, Max: 5, Closed: true}, 1, true, model.CtxDone,
+			model.Semaphore{Available: 3, Limit: 3, Max: 5, Closed: true}},
+		{"closed", model.Semaphore{Available: 3, Limit: 3, Max: 5, Closed: true}, 0, false, model.Closed,
+			model.Semaphore{Available: 3, Limit: 3, Max: 5, Closed: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,7 +80,7 @@ func TestAcquire(t *testing.T) {
 }
 
 func TestTryAcquire(t *testing.T) {
-	closed := model.Semaphore{Count: 3, Total: 3, Max: 5, Closed: true}
+	closed := model.Semaphore{Available: 3, Limit: 3, Max: 5, Closed: true}
 	tests := []struct {
 		name  string
 		s     model.Semaphore
@@ -147,8 +147,8 @@ func TestTryRelease(t *testing.T) {
 		{"held permits count against max", newSem(0, 3, 5), 3, false, newSem(0, 3, 5)},
 		{"zero", newSem(1, 3, 5), 0, false, newSem(1, 3, 5)},
 		{"huge n does not overflow", newSem(1, 3, 5), 1<<63 - 1, false, newSem(1, 3, 5)},
-		{"closed", model.Semaphore{Count: 1, Total: 3, Max: 5, Closed: true}, 1, false,
-			model.Semaphore{Count: 1, Total: 3, Max: 5, Closed: true}},
+		{"closed", model.Semaphore{Available: 1, Limit: 3, Max: 5, Closed: true}, 1, false,
+			model.Semaphore{Available: 1, Limit: 3, Max: 5, Closed: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,7 +160,7 @@ func TestTryRelease(t *testing.T) {
 }
 
 func TestSetLimit(t *testing.T) {
-	closed := model.Semaphore{Count: 1, Total: 3, Max: 5, Closed: true}
+	closed := model.Semaphore{Available: 1, Limit: 3, Max: 5, Closed: true}
 	tests := []struct {
 		name  string
 		s     model.Semaphore

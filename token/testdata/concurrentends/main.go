@@ -12,11 +12,14 @@ import (
 
 type owner struct{}
 
-func (owner) ReturnPermits(int64) {}
-func (owner) ForgetPermits(int64) {}
+func (owner) ReturnPermits(int64, uint32) {}
+func (owner) ForgetPermits(int64, uint32) {}
+func (o owner) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) {
+	return o, tag
+}
 
 func main() {
-	tok := token.New(owner{}, 1)
+	tok := token.New(owner{}, 1, 0)
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Add(1)
