@@ -20,7 +20,7 @@ import (
 // failure: errgroup's "Google Search 2.0" example, on a semaphore that bounds
 // the searches of every request together.
 func ExampleWithContext() {
-	searches, _ := atomicsem.New(16, 64) // searches in flight, for all requests
+	searches := atomicsem.MustNew(16, 64) // searches in flight, for all requests
 
 	search := func(ctx context.Context, query string) ([]string, error) {
 		g, ctx := group.WithContext(ctx, searches)
@@ -78,7 +78,7 @@ func (s *site) get(_ context.Context, page string) (status int, body string) {
 // for the requests of the round in progress: those in flight finish, and
 // the next ones wait for the new limit.
 func Example_crawler() {
-	requests, _ := atomicsem.New(4, 4)
+	requests := atomicsem.MustNew(4, 4)
 	web := &site{busy: map[string]bool{"/c": true, "/f": true}}
 
 	var (
@@ -125,7 +125,7 @@ func Example_crawler() {
 // An input larger than the whole budget is refused at once.
 func Example_pipeline() {
 	const budget = 64 << 10
-	memory, _ := atomicsem.New(budget, budget)
+	memory := atomicsem.MustNew(budget, budget)
 	sizes := []int{40 << 10, 30 << 10, 1 << 10, 2 << 10, 60 << 10, 100 << 10, 8 << 10}
 
 	var inUse, peak atomic.Int64
@@ -180,7 +180,7 @@ func ExampleMap() {
 		return err
 	})
 
-	files, _ := atomicsem.New(2, 2) // open files at once
+	files := atomicsem.MustNew(2, 2) // open files at once
 	lines, err := group.Map(context.Background(), files, names, func(_ context.Context, name string) (int, error) {
 		f, err := fsys.Open(name)
 		if err != nil {

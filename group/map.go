@@ -166,10 +166,9 @@ func (m *mapper[T, R]) startAll() {
 }
 
 // acquire waits for a permit for the caller's next worker, until waitCtx is
-// done. Like
-// Group.acquire, it yields the processor once before it waits, so that the
-// workers it has started, runnable behind it, can return their permits (or
-// go on with further elements) first.
+// done. Like Group.acquire, it yields the processor once before it waits, so
+// that the workers it has started, runnable behind it, can return their
+// permits (or go on with further elements) first.
 func (m *mapper[T, R]) acquire(tok *token.Token) error {
 	var ok bool
 	if *tok, ok = m.sem.TryAcquire(1); ok {
