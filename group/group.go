@@ -115,10 +115,11 @@ func WithContext(ctx context.Context, sem *atomicsem.Semaphore) (*Group, context
 //   - the group's context's Err() if that context (from WithContext) is done
 //     before f would start: a group that has failed, whose parent context is
 //     done, or whose Wait has returned starts nothing more. A Go that is
-//     waiting for permits stops waiting when it is cancelled;
+//     waiting for permits stops waiting when that context is cancelled;
 //   - atomicsem.ErrClosed if the semaphore is closed;
 //   - an error wrapping atomicsem.ErrExceedsMax if n is above the semaphore's
-//     maximum, or atomicsem.ErrInvalidPermits if n is negative.
+//     maximum, or atomicsem.ErrInvalidPermits if n is negative or above
+//     atomicsem.MaxPermits.
 //
 // The failure is also recorded as the group's error if it is the first, and
 // cancels the group's context, as if f had returned it.
