@@ -137,6 +137,35 @@ func TestTryRelease(t *testing.T) {
 	})
 }
 
+func TestRefill(t *testing.T) {
+	refill := func(n int64) func(*model.Semaphore) int64 {
+		return func(s *model.Semaphore) int64 { return s.Refill(n) }
+	}
+	closed := model.Semaphore{Available: 1, Limit: 3, Max: 5, Closed: true}
+	checkTransitions(t, []transition[int64]{
+		{"adds all that fits", newSem(1, 3, 5), refill(2), 2, newSem(3, 5, 5)},
+		{"adds only what fits", newSem(1, 3, 5), refill(10), 2, newSem(3, 5, 5)},
+		{"counts held permits against max", newSem(0, 3, 5), refill(4), 2, newSem(2, 5, 5)},
+		{"full", newSem(5, 5, 5), refill(1), 0, newSem(5, 5, 5)},
+		{"nothing asked", newSem(1, 3, 5), refill(0), 0, newSem(1, 3, 5)},
+		{"negative", newSem(1, 3, 5), refill(-1), 0, newSem(1, 3, 5)},
+		{"closed", closed, refill(1), 0, closed},
+	})
+}
+
+func TestWaitIdle(t *testing.T) {
+	waitIdle := func(ctxDone bool) func(*model.Semaphore) model.Outcome {
+		return func(s *model.Semaphore) model.Outcome { return s.WaitIdle(ctxDone) }
+	}
+	checkTransitions(t, []transition[model.Outcome]{
+		{"nothing held", newSem(3, 3, 5), waitIdle(false), model.OK, newSem(3, 3, 5)},
+		{"nothing held, done ctx", newSem(3, 3, 5), waitIdle(true), model.OK, newSem(3, 3, 5)},
+		{"held", newSem(1, 3, 5), waitIdle(false), model.WouldBlock, newSem(1, 3, 5)},
+		{"held, done ctx", newSem(1, 3, 5), waitIdle(true), model.CtxDone, newSem(1, 3, 5)},
+		{"in debt", newSem(-2, 0, 5), waitIdle(false), model.WouldBlock, newSem(-2, 0, 5)},
+	})
+}
+
 func TestSetLimit(t *testing.T) {
 	setLimit := func(limit int64) func(*model.Semaphore) model.Outcome {
 		return func(s *model.Semaphore) model.Outcome { return s.SetLimit(limit) }
