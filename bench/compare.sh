@@ -59,8 +59,8 @@ describe() {
 	if [ "$1" = . ]; then echo "the working tree"; else git -C "$root" log -1 --format='%h %s' "$1" | cut -c1-72; fi
 }
 {
-	echo "# $(lscpu | grep -m1 'Model name' | sed 's/.*: *//'), $(nproc) CPUs, $(uname -sr)"
-	echo "# $(go version)"
+	echo "# $(lscpu | grep -m1 'Model name' | sed 's/.*: *//') (family $(lscpu | grep -m1 'CPU family' | sed 's/.*: *//') model $(lscpu | grep -m1 '^Model:' | sed 's/.*: *//')), $(nproc) CPUs, $(uname -sr)"
+	echo "# $(go version); load average at the start:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
 	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${CPU:-default} bench/compare.sh $BEFORE $AFTER '$PATTERN'"
 	echo "# before: $(describe "$BEFORE")"
 	echo "# after:  $(describe "$AFTER")"

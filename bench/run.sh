@@ -14,10 +14,12 @@
 #   adaptive  package adaptive (the package bench/adaptive)
 #
 # Environment:
-#   COUNT      samples per benchmark (default 8)
+#   COUNT      samples per benchmark (default 10)
 #   BENCHTIME  -benchtime of each sample (default 500ms)
 #   CPU        -cpu list, e.g. 1,2 (default: GOMAXPROCS only)
 #   RESULTS    directory for the results (default bench/results)
+#   TABLES     set to 1 to rewrite GROUP.benchstat.txt from the GROUP.txt
+#              already there, without running anything
 #
 # Each test binary is built once and run COUNT times with -count 1, every
 # group once per round, so that the samples of every row are spread over
@@ -27,10 +29,11 @@
 set -euo pipefail
 
 cd "$(dirname "$0")"
-COUNT=${COUNT:-8}
+COUNT=${COUNT:-10}
 BENCHTIME=${BENCHTIME:-500ms}
 CPU=${CPU:-}
 RESULTS=${RESULTS:-results}
+TABLES=${TABLES:-}
 BENCHSTAT=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20250813145418-2f7363a06fe1)
 ALL_GROUPS=(core credit group adaptive)
 
@@ -79,8 +82,12 @@ tables() {
 		echo "### Queue length: one column per parked count"
 		"${BENCHSTAT[@]}" -filter '.name:QueueLen .unit:(sec/op OR cpu-ns/op OR allocs/op)' -col /parked "$raw"
 		echo
+		echo "### Cancellation: cancelled/op is the share of acquires that timed out; ctxonly is the contexts alone"
+		"${BENCHSTAT[@]}" -filter '.name:Cancel' \
+			-col '/impl@(ctxonly atomicsem atomicsem-barging xsyncsem chan mutex floorpark)' "$raw"
+		echo
 		echo "### Memory of a parked waiter"
-		"${BENCHSTAT[@]}" -filter '.name:ParkedMemory' -col /impl "$raw"
+		"${BENCHSTAT[@]}" -filter '.name:ParkedMemory .unit:(B/waiter-net OR B/waiter-raw OR B/semaphore)' -col /impl "$raw"
 		echo
 		echo "### A live limit: Throttle"
 		"${BENCHSTAT[@]}" -filter '.name:Throttle' "$raw"
@@ -97,9 +104,23 @@ if [ ${#groups[@]} -eq 0 ]; then
 fi
 
 mkdir -p out "$RESULTS"
+
+if [ -n "$TABLES" ]; then
+	for g in "${groups[@]}"; do
+		[ -f "$RESULTS/$g.txt" ] || continue
+		{
+			grep '^#' "$RESULTS/$g.txt"
+			echo
+			tables "$g" "$RESULTS/$g.txt"
+		} >"$RESULTS/$g.benchstat.txt"
+		echo "run.sh: wrote $RESULTS/$g.benchstat.txt" >&2
+	done
+	exit 0
+fi
+
 header() {
-	echo "# $(lscpu | grep -m1 'Model name' | sed 's/.*: *//'), $(nproc) CPUs, $(uname -sr)"
-	echo "# $(go version)"
+	echo "# $(lscpu | grep -m1 'Model name' | sed 's/.*: *//') (family $(lscpu | grep -m1 'CPU family' | sed 's/.*: *//') model $(lscpu | grep -m1 '^Model:' | sed 's/.*: *//')), $(nproc) CPUs, $(uname -sr)"
+	echo "# $(go version); load average at the start:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
 	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${CPU:-default} bench/run.sh $1"
 }
 
@@ -144,7 +165,7 @@ done
 
 for g in "${run[@]}"; do
 	{
-		header "$g"
+		grep '^#' "$RESULTS/$g.txt"
 		echo
 		tables "$g" "$RESULTS/$g.txt"
 	} >"$RESULTS/$g.benchstat.txt"
