@@ -18,5 +18,8 @@ func TestMain(m *testing.M) {
 // counts on to keep records of different goroutines off each other's cache
 // lines.
 func TestHeldFillsOneSizeClass(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the padding is computed for 64-bit platforms")
+	}
 	require.Equal(t, uintptr(128), unsafe.Sizeof(held{}))
 }

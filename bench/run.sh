@@ -25,7 +25,7 @@
 # group once per round, so that the samples of every row are spread over
 # the same stretch of time: on a shared machine a burst of other work then
 # moves all columns alike instead of skewing the one that ran during it.
-# With the defaults, core takes about 20 minutes on 2 CPUs.
+# With the defaults, core takes about 15 minutes on 2 CPUs.
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -121,7 +121,7 @@ fi
 header() {
 	echo "# $(lscpu | grep -m1 'Model name' | sed 's/.*: *//') (family $(lscpu | grep -m1 'CPU family' | sed 's/.*: *//') model $(lscpu | grep -m1 '^Model:' | sed 's/.*: *//')), $(nproc) CPUs, $(uname -sr)"
 	echo "# $(go version); load average at the start:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
-	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${CPU:-default} bench/run.sh $1"
+	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${CPU:-default} bench/run.sh $1, at $(git describe --always --dirty 2>/dev/null || echo "an unknown revision")"
 }
 
 # bin_of names the test binary of package $1.
