@@ -1,0 +1,230 @@
+package adaptive
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Gradient2 is the gradient controller of Netflix's concurrency-limits
+// (Gradient2Limit), with its unbounded growth fixed. Once per window of
+// samples (see AIMD) it compares the window's mean RTT with a baseline, the
+// RTT the service shows without a queue:
+//
+//	gradient = clamp(Tolerance × baseline / rtt, 0.5, 1)    (0.5 on a drop)
+//	gradient < 1:  limit = limit × (1 − Smoothing) + limit × gradient × Smoothing
+//	gradient = 1:  limit = limit + Headroom, while rtt ≤ (1 + (Tolerance − 1)/2) × baseline
+//
+// so the limit grows by Headroom a window while the RTT is in the lower
+// half of the tolerated band, holds in the upper half, and shrinks in
+// proportion to the excess beyond it. It is not changed while fewer than
+// half the limit are in flight. The limit it settles at is where the RTT
+// is about Tolerance times the baseline: for a service whose latency grows
+// in proportion to its queue, Tolerance times its capacity.
+//
+// # What differs from Netflix's Gradient2Limit, and why
+//
+// Netflix's baseline is a long exponential average of every sample's RTT,
+// and its queue term is added whatever the gradient. Under modest overload
+// the two feed each other (Netflix/concurrency-limits#134): the fixed
+// point of limit × gradient + queue lies above the capacity whenever the
+// gradient is near 1, and the average takes in the queueing delay the
+// higher limit causes, so the RTT stops looking high, the gradient returns
+// to 1 and the limit climbs again, without bound; only timeouts stop it.
+// Three changes make it settle:
+//
+//   - The headroom is added only when the gradient is 1 (the change
+//     proposed in #134), and only in the lower half of the tolerated band,
+//     so that the round trip the RTT takes to show a change does not carry
+//     the limit past the band. A drop counts as a gradient of 0.5 instead
+//     of being ignored.
+//   - The baseline is never an average of loaded samples. As in Envoy's
+//     adaptive concurrency filter, it is measured in a probe, at the first
+//     sample and then every ProbeInterval × limit samples: the controller
+//     lowers the limit to three quarters, ignores the requests admitted
+//     before, and takes the mean RTT of about one limit's worth of the
+//     next ones (at least ten). While a step's mean differs by more than
+//     10 % from the last step's (for the first, from the baseline), or a
+//     step saw a drop, it takes another step down. The smallest mean of
+//     the steps becomes the baseline, until the next probe. The limit
+//     then goes back to what it was if that limit's RTT was within
+//     Tolerance of the new baseline, else to the largest probed limit whose
+//     RTT was. A queue the limit builds therefore never becomes part of the
+//     baseline, and a service whose own latency changes is followed at the
+//     next probe.
+//   - Decisions are made once per window, not once per sample, with a
+//     Smoothing of 0.5 rather than Netflix's 0.2 per sample.
+//
+// A probe costs throughput while it lasts: settled at Tolerance times the
+// capacity, one step of three quarters leaves the service a little below
+// capacity for about two round trips, in every hundred or so.
+//
+// Set the fields before passing the Gradient2 to New; a Gradient2 serves
+// one Limiter. The zero value uses the defaults.
+type Gradient2 struct {
+	// Tolerance ≥ 1 is how many times the baseline the RTT may reach before
+	// the limit shrinks; 0 means 1.1.
+	Tolerance float64
+	// Smoothing in (0, 1] is the weight of the shrunk limit against the
+	// current one; 0 means 0.5.
+	Smoothing float64
+	// Headroom is how far the limit grows a window while the RTT shows no
+	// queue; 0 means 4.
+	Headroom float64
+	// ProbeInterval is the number of samples between probes, in multiples
+	// of the limit; 0 means 100.
+	ProbeInterval float64
+
+	baseline   time.Duration // the probe's mean RTT; 0 before the first
+	last       time.Duration // the mean RTT of the last window
+	sinceProbe float64       // samples since the last probe ended
+	win        window
+	probe      probe
+}
+
+// probe is the state of a baseline measurement in progress.
+type probe struct {
+	active  bool
+	saved   float64       // the limit before the probe
+	before  time.Duration // the mean RTT of the last window before the probe
+	limit   float64       // the limit of this step
+	since   time.Time     // samples of requests admitted earlier are ignored
+	n       int           // samples taken in this step
+	sum     time.Duration // of their RTTs
+	dropped bool          // whether this step saw a drop
+	best    time.Duration // the mean RTT of the previous step, or the baseline
+	steps   []probeStep   // the finished steps
+}
+
+// probeStep is a finished step of a probe: its limit and mean RTT.
+type probeStep struct {
+	limit float64
+	mean  time.Duration
+}
+
+func (g *Gradient2) check() error {
+	switch {
+	case g.Tolerance != 0 && g.Tolerance < 1:
+		return fmt.Errorf("Gradient2.Tolerance %v is below 1", g.Tolerance)
+	case g.Smoothing < 0 || g.Smoothing > 1:
+		return fmt.Errorf("Gradient2.Smoothing %v is outside (0, 1]", g.Smoothing)
+	case g.Headroom < 0:
+		return fmt.Errorf("Gradient2.Headroom %v is negative", g.Headroom)
+	case g.ProbeInterval < 0:
+		return fmt.Errorf("Gradient2.ProbeInterval %v is negative", g.ProbeInterval)
+	}
+	return nil
+}
+
+// Next implements Controller.
+func (g *Gradient2) Next(limit float64, s Sample) float64 {
+	if g.probe.active {
+		return g.probeNext(limit, s)
+	}
+	g.sinceProbe++
+	if g.baseline == 0 || g.sinceProbe >= orDefault(g.ProbeInterval, 100)*limit {
+		// The first step compares with the current baseline: when halving
+		// the limit does not beat it, the baseline stands after one step.
+		g.probe = probe{active: true, saved: limit, before: g.last, best: g.baseline, steps: g.probe.steps[:0]}
+		return g.probeStep(limit*probeFactor, s.End())
+	}
+
+	s, ok := g.win.add(limit, s)
+	if !ok {
+		return limit
+	}
+	gradient := 0.5 // a drop
+	if !s.Dropped {
+		if float64(s.InFlight)*2 < limit || s.RTT <= 0 {
+			return limit // application-limited: the RTT says nothing about the limit
+		}
+		g.last = s.RTT
+		gradient = math.Max(0.5, math.Min(1, g.tolerance()*float64(g.baseline)/float64(s.RTT)))
+	}
+	if gradient == 1 {
+		// Grow only while the RTT is in the lower half of the tolerated
+		// band, and hold in the upper half: growing up to the edge would
+		// overshoot it by the round trip the RTT takes to show a change.
+		if float64(s.RTT) <= (1+(g.tolerance()-1)/2)*float64(g.baseline) {
+			return limit + orDefault(g.Headroom, 4)
+		}
+		return limit
+	}
+	sm := orDefault(g.Smoothing, 0.5)
+	return limit*(1-sm) + limit*gradient*sm
+}
+
+// probeStep starts a probe step at limit, counting only the requests
+// admitted from since on.
+func (g *Gradient2) probeStep(limit float64, since time.Time) float64 {
+	g.probe.limit = math.Max(1, limit)
+	g.probe.since = since
+	g.probe.n, g.probe.sum, g.probe.dropped = 0, 0, false
+	return g.probe.limit
+}
+
+// probeNext takes a sample during a probe and returns the limit to use.
+func (g *Gradient2) probeNext(limit float64, s Sample) float64 {
+	p := &g.probe
+	if s.Start.Before(p.since) {
+		return p.limit // admitted before this step
+	}
+	if s.Dropped {
+		p.dropped = true // the step still overloads; its RTTs are cut short
+		return p.limit
+	}
+	p.n++
+	p.sum += s.RTT
+	if float64(p.n) < math.Max(p.limit, 10) {
+		return p.limit
+	}
+	mean := p.sum / time.Duration(p.n)
+	if !p.dropped {
+		p.steps = append(p.steps, probeStep{p.limit, mean})
+	}
+	// A step whose mean RTT differs from the previous step's (or, for the
+	// first, from the baseline) by more than 10 % may still queue: take
+	// another step down, unless the limit is as low as it goes. Two steps
+	// in a row that agree show the RTT no queue changes.
+	if (p.dropped || p.best == 0 || !near(mean, p.best)) && p.limit > 1 {
+		p.best = mean
+		if p.dropped {
+			p.best = 0 // cut short by timeouts: not a mean to compare with
+		}
+		return g.probeStep(p.limit*probeFactor, s.End())
+	}
+	g.baseline = mean
+	for _, st := range p.steps {
+		g.baseline = min(g.baseline, st.mean)
+	}
+	// Go back to the limit before the probe if its RTT was within
+	// tolerance of the new baseline; else to the largest probed limit
+	// whose RTT was, and let the gradient raise it from there.
+	next := p.saved
+	if p.before == 0 || float64(p.before) > g.tolerance()*float64(g.baseline) {
+		next = p.limit
+		for _, st := range p.steps {
+			if float64(st.mean) <= g.tolerance()*float64(g.baseline) {
+				next = max(next, st.limit)
+			}
+		}
+	}
+	g.sinceProbe = 0
+	p.active = false
+	g.win.restart(s.End())
+	return next
+}
+
+// near reports whether a and b are within 10 % of each other.
+func near(a, b time.Duration) bool {
+	return float64(a) <= 1.1*float64(b) && float64(b) <= 1.1*float64(a)
+}
+
+func (g *Gradient2) tolerance() float64 { return orDefault(g.Tolerance, 1.1) }
+
+// probeFactor is what each probe step multiplies the limit by. Settled, the
+// limit is about Tolerance times the service's capacity, so one step of
+// three quarters takes it below capacity, where nothing queues, while
+// leaving most of the throughput; a limit far above capacity takes a few
+// more steps.
+const probeFactor = 0.75
