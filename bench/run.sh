@@ -11,7 +11,7 @@
 #             buffered channel, a mutex+cond and the floors
 #   credit    package credit (BenchmarkCredit*)
 #   group     package group (BenchmarkGroup*)
-#   adaptive  package adaptive (the package bench/adaptive)
+#   adaptive  package adaptive (BenchmarkAcquireRecord in bench/adaptive)
 #
 # Environment:
 #   COUNT      samples per benchmark (default 10)
@@ -25,7 +25,8 @@
 # group once per round, so that the samples of every row are spread over
 # the same stretch of time: on a shared machine a burst of other work then
 # moves all columns alike instead of skewing the one that ran during it.
-# With the defaults, core takes about 15 minutes on 2 CPUs.
+# With the defaults, core takes about 15 minutes on 2 CPUs and every group
+# about 25.
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -38,7 +39,8 @@ BENCHSTAT=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20250813145418-2f7363a0
 ALL_GROUPS=(core credit group adaptive)
 
 # group_pkg and group_pattern say where a group's benchmarks are and which
-# they are. A new group is one line in each and one in ALL_GROUPS.
+# they are, and tables how benchstat shows them. A new group is a line in
+# each of the three and in ALL_GROUPS.
 group_pkg() {
 	case $1 in
 	core | credit | group) echo . ;;
@@ -51,7 +53,7 @@ group_pattern() {
 	core) echo '^Benchmark(Uncontended|Parallel|Contended|Weighted|Cancel|Throttle|QueueLen|ParkedMemory)$' ;;
 	credit) echo '^BenchmarkCredit' ;;
 	group) echo '^BenchmarkGroup' ;;
-	adaptive) echo . ;;
+	adaptive) echo '^BenchmarkAcquireRecord$' ;;
 	esac
 }
 
@@ -92,8 +94,10 @@ tables() {
 		echo "### A live limit: Throttle"
 		"${BENCHSTAT[@]}" -filter '.name:Throttle' "$raw"
 		;;
-	*)
-		"${BENCHSTAT[@]}" -col /impl "$raw"
+	credit) "${BENCHSTAT[@]}" -col '/impl@(credit xrate juju uber floor floorclock)' "$raw" ;;
+	group) "${BENCHSTAT[@]}" -col '/impl@(errgroup group group-go conc chanwg)' "$raw" ;;
+	adaptive)
+		"${BENCHSTAT[@]}" -col '/impl@(failsafe adaptive-aimd adaptive-vegas adaptive-gradient2 failsafe-100ms)' "$raw"
 		;;
 	esac
 }
@@ -144,7 +148,8 @@ for g in "${groups[@]}"; do
 		go test -c -o "$bin" "$pkg"
 		built[$pkg]=1
 	fi
-	if ! "$bin" -test.list "$(group_pattern "$g")" | grep -q '^Benchmark'; then
+	listed=$("$bin" -test.list "$(group_pattern "$g")")
+	if ! grep -q '^Benchmark' <<<"$listed"; then
 		echo "run.sh: $g: no benchmarks in the tree, skipped" >&2
 		continue
 	fi
