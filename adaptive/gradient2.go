@@ -133,8 +133,8 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 
 // probeNext takes a sample during a probe and returns the limit to use.
 func (g *Gradient2) probeNext(s Sample) float64 {
-	limit, baseline := g.probe.add(s)
-	if baseline == 0 {
+	limit, baseline, done := g.probe.add(s)
+	if !done {
 		return limit
 	}
 	g.baseline = baseline

@@ -71,20 +71,21 @@ func (p *probe) step(limit float64, since time.Time) float64 {
 	return p.limit
 }
 
-// add takes sample s during a probe. It returns the limit to use and, if s
-// ends the probe, the RTT it measured; else 0. It requires p.active.
-func (p *probe) add(s Sample) (float64, time.Duration) {
+// add takes sample s during a probe. It returns the limit to use and
+// whether s ended the probe, with the RTT the probe measured if it did. It
+// requires p.active.
+func (p *probe) add(s Sample) (limit float64, rtt time.Duration, done bool) {
 	if s.Start.Before(p.since) {
-		return p.limit, 0 // admitted before this step
+		return p.limit, 0, false // admitted before this step
 	}
 	if s.Dropped {
 		p.dropped = true // the step still overloads; its RTTs are cut short
-		return p.limit, 0
+		return p.limit, 0, false
 	}
 	p.n++
 	p.sum += s.RTT
 	if float64(p.n) < math.Max(p.limit, 10) {
-		return p.limit, 0
+		return p.limit, 0, false
 	}
 	mean := p.sum / time.Duration(p.n)
 	if !p.dropped {
@@ -97,13 +98,13 @@ func (p *probe) add(s Sample) (float64, time.Duration) {
 		if p.dropped {
 			p.best = 0 // cut short by timeouts: not a mean to compare with
 		}
-		return p.step(p.limit*probeFactor, s.End()), 0
+		return p.step(p.limit*probeFactor, s.End()), 0, false
 	}
 	for _, st := range p.steps {
 		mean = min(mean, st.mean)
 	}
 	p.active = false
-	return p.limit, mean
+	return p.limit, mean, true
 }
 
 // exit returns the limit to go back to after a probe: the limit before it,

@@ -123,7 +123,7 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 	next := limit - lg // a drop
 	if !s.Dropped {
 		if s.RTT <= 0 {
-			return limit
+			return limit // no time to judge by
 		}
 		// A window faster than rttNoLoad shows a service that got faster
 		// since the probe; a slower one is left to the next probe, which
@@ -150,8 +150,8 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 
 // probeNext takes a sample during a probe and returns the limit to use.
 func (v *Vegas) probeNext(s Sample) float64 {
-	limit, rtt := v.probe.add(s)
-	if rtt == 0 {
+	limit, rtt, done := v.probe.add(s)
+	if !done {
 		return limit
 	}
 	v.rttNoLoad = rtt
