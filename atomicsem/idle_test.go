@@ -1,5 +1,8 @@
 package atomicsem_test
 
+// WaitIdle: it returns when no permit is held, whatever the limit, and
+// leaves no trace when it gives up.
+
 import (
 	"context"
 	"math/rand/v2"
@@ -13,39 +16,6 @@ import (
 	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/token"
 )
-
-// goWaitIdle starts WaitIdle(ctx) in a goroutine and returns a channel that
-// receives its result.
-func goWaitIdle(ctx context.Context, s *atomicsem.Semaphore) <-chan error {
-	done := make(chan error, 1)
-	go func() { done <- s.WaitIdle(ctx) }()
-	return done
-}
-
-// requireBlocked checks, in a bubble, that the WaitIdle behind done is still
-// waiting.
-func requireBlocked(t *testing.T, done <-chan error) {
-	t.Helper()
-	synctest.Wait()
-	select {
-	case err := <-done:
-		t.Fatalf("WaitIdle returned %v while permits are held", err)
-	default:
-	}
-}
-
-// requireReturnedNil checks, in a bubble, that the WaitIdle behind done has
-// returned nil.
-func requireReturnedNil(t *testing.T, done <-chan error) {
-	t.Helper()
-	synctest.Wait()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	default:
-		t.Fatal("WaitIdle still waits with no permit held")
-	}
-}
 
 // With nothing held WaitIdle returns at once, whatever the limit, the
 // context or Close.
@@ -77,26 +47,26 @@ func TestWaitIdleReturnsWhenTheLastTokenEnds(t *testing.T) {
 					a, b := mustTake(t, s, 1), mustTake(t, s, 1)
 					parked := park(t, s, t.Context(), 2)
 					idle := goWaitIdle(t.Context(), s)
-					requireBlocked(t, idle)
+					requireWaitIdleBlocked(t, idle)
 
 					a.Release()
-					requireBlocked(t, idle)
+					requireWaitIdleBlocked(t, idle)
 					b.Release() // parked's token is now the last out
 					synctest.Wait()
 					requireGranted(t, parked, 2)
 					if barging {
-						requireReturnedNil(t, idle)
+						requireWaitIdleReturnedNil(t, idle)
 						idle = goWaitIdle(t.Context(), s)
 					}
-					requireBlocked(t, idle)
+					requireWaitIdleBlocked(t, idle)
 
 					if lastEnd == "Release" {
 						parked.tok.Release()
 					} else {
 						parked.tok.Forget()
 					}
-					requireReturnedNil(t, idle)
-					require.Empty(t, atomicsem.QueueFlagsError(s))
+					requireWaitIdleReturnedNil(t, idle)
+					requireQueueFlags(t, s)
 					require.Zero(t, s.Stats().Held)
 				})
 			})
@@ -113,11 +83,11 @@ func TestWaitIdleWhileThrottledToZero(t *testing.T) {
 			toks := []*token.Token{mustTake(t, s, 1), mustTake(t, s, 3)}
 			require.NoError(t, s.SetLimit(0))
 			idle := goWaitIdle(t.Context(), s)
-			requireBlocked(t, idle)
+			requireWaitIdleBlocked(t, idle)
 			for _, tok := range toks {
 				tok.Release()
 			}
-			requireReturnedNil(t, idle)
+			requireWaitIdleReturnedNil(t, idle)
 			require.Equal(t, atomicsem.Stats{Limit: 0, Max: 4}, s.Stats())
 		})
 	})
@@ -131,11 +101,11 @@ func TestCloseThenWaitIdleDrains(t *testing.T) {
 		tok := mustTake(t, s, 2)
 		s.Close()
 		idle := goWaitIdle(t.Context(), s)
-		requireBlocked(t, idle)
+		requireWaitIdleBlocked(t, idle)
 		_, err := s.Acquire(t.Context(), 1)
 		require.ErrorIs(t, err, atomicsem.ErrClosed)
 		tok.Release()
-		requireReturnedNil(t, idle)
+		requireWaitIdleReturnedNil(t, idle)
 	})
 }
 
@@ -155,11 +125,11 @@ func TestWaitIdleBlocksNoAcquirerAndWakesEveryWaiter(t *testing.T) {
 			second := mustTake(t, s, 2)
 			first.Release()
 			for _, done := range idle {
-				requireBlocked(t, done)
+				requireWaitIdleBlocked(t, done)
 			}
 			second.Release()
 			for _, done := range idle {
-				requireReturnedNil(t, done)
+				requireWaitIdleReturnedNil(t, done)
 			}
 		})
 	})
@@ -178,8 +148,8 @@ func TestCancelledWaitIdleLeavesNoTrace(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		require.ErrorIs(t, <-idle, context.DeadlineExceeded)
-		require.Empty(t, atomicsem.QueueFlagsError(s), "one waiter is left: the flag stays")
-		requireBlocked(t, other)
+		requireQueueFlags(t, s) // one waiter is left: the flag stays
+		requireWaitIdleBlocked(t, other)
 
 		ctx2, cancel2 := context.WithCancel(t.Context())
 		again := goWaitIdle(ctx2, s)
@@ -189,8 +159,8 @@ func TestCancelledWaitIdleLeavesNoTrace(t *testing.T) {
 		require.ErrorIs(t, <-again, context.Canceled)
 
 		tok.Release()
-		requireReturnedNil(t, other)
-		require.Empty(t, atomicsem.QueueFlagsError(s))
+		requireWaitIdleReturnedNil(t, other)
+		requireQueueFlags(t, s)
 
 		// With nobody waiting for idle, a release to zero takes no lock.
 		last := mustTake(t, s, 2)
@@ -258,7 +228,7 @@ func TestWaitIdleUnderChurnKeepsTheIdleFlagExact(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		require.Empty(t, atomicsem.QueueFlagsError(s))
+		requireQueueFlags(t, s)
 		st := s.Stats()
 		require.Zero(t, st.Held)
 		require.Zero(t, st.Waiters)

@@ -1,15 +1,18 @@
 package atomicsem_test
 
+// The limit and its ceiling: MaxPermits, SetLimit below and above what is
+// held, TryRelease, Refill, and Forget, which lowers the limit.
+
 import (
 	"context"
 	"math"
-	"strconv"
 	"testing"
 	"testing/synctest"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/token"
 )
 
 // MaxPermits is 2^30 − 1, so that a budget of a billion bytes is exact.
@@ -38,7 +41,7 @@ func TestBoundariesAtMaxPermits(t *testing.T) {
 		require.Zero(t, s.Refill(top))
 		require.Zero(t, s.Refill(math.MaxInt64))
 		require.False(t, s.TryRelease(1))
-		require.Equal(t, counts{Available: top, Limit: top}, countsOf(s))
+		require.Equal(t, atomicsem.Stats{Available: top, Limit: top, Max: top}, s.Stats())
 
 		// Requests.
 		_, err := s.Acquire(context.Background(), top+1)
@@ -51,22 +54,22 @@ func TestBoundariesAtMaxPermits(t *testing.T) {
 		require.False(t, ok, "only MaxPermits − 1 are free")
 		rest, ok := s.TryAcquire(top - 1)
 		require.True(t, ok)
-		require.Equal(t, counts{Available: 0, Held: top, Limit: top}, countsOf(s))
+		require.Equal(t, atomicsem.Stats{Available: 0, Held: top, Limit: top, Max: top}, s.Stats())
 
 		// Limits, with everything held: the deepest debt, and back.
 		require.ErrorIs(t, s.SetLimit(top+1), atomicsem.ErrExceedsMax)
 		require.NoError(t, s.SetLimit(top-1))
-		require.Equal(t, counts{Available: -1, Held: top, Limit: top - 1}, countsOf(s))
+		require.Equal(t, atomicsem.Stats{Available: -1, Held: top, Limit: top - 1, Max: top}, s.Stats())
 		require.NoError(t, s.SetLimit(0))
-		require.Equal(t, counts{Available: -top, Held: top, Limit: 0}, countsOf(s))
+		require.Equal(t, atomicsem.Stats{Available: -top, Held: top, Limit: 0, Max: top}, s.Stats())
 		require.NoError(t, s.SetLimit(top))
-		require.Equal(t, counts{Available: 0, Held: top, Limit: top}, countsOf(s))
+		require.Equal(t, atomicsem.Stats{Available: 0, Held: top, Limit: top, Max: top}, s.Stats())
 
 		// Returning and forgetting the widest tokens.
 		rest.Forget()
-		require.Equal(t, counts{Available: 0, Held: 1, Limit: 1}, countsOf(s))
+		require.Equal(t, atomicsem.Stats{Available: 0, Held: 1, Limit: 1, Max: top}, s.Stats())
 		one.Release()
-		require.Equal(t, counts{Available: 1, Held: 0, Limit: 1}, countsOf(s))
+		require.Equal(t, atomicsem.Stats{Available: 1, Held: 0, Limit: 1, Max: top}, s.Stats())
 		require.Equal(t, int64(top-1), s.Refill(math.MaxInt64))
 		all, err := s.Acquire(context.Background(), top)
 		require.NoError(t, err)
@@ -93,6 +96,106 @@ func TestBoundariesAtASmallerMaximum(t *testing.T) {
 	require.Equal(t, atomicsem.Stats{Available: max, Limit: max, Max: max}, s.Stats())
 }
 
+func TestSetLimitBelowHeldThenRaise(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		synctest.Test(t, func(t *testing.T) {
+			s := mustNew(t, 4, 8, opts...)
+			a, b := mustTake(t, s, 2), mustTake(t, s, 1)
+
+			// Throttle below what is held: no token is revoked, the
+			// difference shows as debt.
+			require.NoError(t, s.SetLimit(1))
+			require.Equal(t, atomicsem.Stats{Available: -2, Held: 3, Limit: 1, Max: 8}, s.Stats())
+			_, ok := s.TryAcquire(1)
+			require.False(t, ok, "no permit may be taken while in debt")
+			waiter := park(t, s, t.Context(), 1) // Acquire waits while in debt
+
+			a.Release()
+			synctest.Wait()
+			require.Equal(t, atomicsem.Stats{Available: 0, Held: 1, Limit: 1, Max: 8, Waiters: 1}, s.Stats())
+			require.False(t, waiter.returned(), "paying the debt off leaves nothing to grant")
+
+			// Unthrottle: the waiter is served by SetLimit itself.
+			require.NoError(t, s.SetLimit(6))
+			synctest.Wait()
+			requireGranted(t, waiter, 1, "raising the limit must wake the waiter")
+			require.Equal(t, atomicsem.Stats{Available: 4, Held: 2, Limit: 6, Max: 8}, s.Stats())
+
+			waiter.tok.Release()
+			b.Release()
+			require.Equal(t, atomicsem.Stats{Available: 6, Held: 0, Limit: 6, Max: 8}, s.Stats())
+		})
+	})
+}
+
+func TestTryReleaseCountsHeldPermitsAgainstMax(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		s := mustNew(t, 5, 5, opts...)
+		held := mustTake(t, s, 3)
+		before := s.Stats()
+		require.False(t, s.TryRelease(1), "limit is at max with 3 permits out: no room for more")
+		require.Equal(t, before, s.Stats())
+		held.Release()
+		require.False(t, s.TryRelease(1), "releasing a token must not make room above max")
+
+		require.NoError(t, s.SetLimit(2))
+		held = mustTake(t, s, 2)
+		require.True(t, s.TryRelease(3))
+		require.Equal(t, atomicsem.Stats{Available: 3, Held: 2, Limit: 5, Max: 5}, s.Stats())
+		require.False(t, s.TryRelease(1))
+		held.Release()
+		require.Equal(t, atomicsem.Stats{Available: 5, Held: 0, Limit: 5, Max: 5}, s.Stats())
+	})
+}
+
+func TestForgetLowersLimit(t *testing.T) {
+	tests := []struct {
+		name   string
+		holds  []int64           // tokens taken from New(5, 5)
+		limit  int64             // then the limit is set to this
+		forget []int             // then these tokens are forgotten, in order
+		after  []atomicsem.Stats // Stats after each Forget
+	}{
+		{"one of two", []int64{2, 1}, 5, []int{0},
+			[]atomicsem.Stats{{Available: 2, Held: 1, Limit: 3, Max: 5}}},
+		{"all", []int64{2, 3}, 5, []int{1, 0},
+			[]atomicsem.Stats{{Available: 0, Held: 2, Limit: 2, Max: 5}, {Available: 0, Held: 0, Limit: 0, Max: 5}}},
+		{"in debt after SetLimit(0)", []int64{4}, 0, []int{0},
+			[]atomicsem.Stats{{Available: 0, Held: 0, Limit: 0, Max: 5}}},
+		{"in debt, limit stops at zero", []int64{2, 2}, 3, []int{0, 1},
+			[]atomicsem.Stats{{Available: -1, Held: 2, Limit: 1, Max: 5}, {Available: 0, Held: 0, Limit: 0, Max: 5}}},
+	}
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				s := mustNew(t, 5, 5, opts...)
+				var toks []*token.Token
+				for _, n := range tt.holds {
+					toks = append(toks, mustTake(t, s, n))
+				}
+				require.NoError(t, s.SetLimit(tt.limit))
+				for i, idx := range tt.forget {
+					toks[idx].Forget()
+					require.Equal(t, tt.after[i], s.Stats(), "after forgetting token %d", idx)
+				}
+				for _, tok := range toks {
+					if tok.Permits() > 0 {
+						tok.Release()
+					}
+				}
+				// Releases leave the lowered limit where the last Forget put it.
+				limit := tt.after[len(tt.after)-1].Limit
+				require.Equal(t, atomicsem.Stats{Available: limit, Limit: limit, Max: 5}, s.Stats())
+				// The forgotten permits can be put back, up to max.
+				if limit < 5 {
+					require.True(t, s.TryRelease(5-limit))
+				}
+				require.Equal(t, atomicsem.Stats{Available: 5, Held: 0, Limit: 5, Max: 5}, s.Stats())
+			})
+		}
+	})
+}
+
 // Refill adds what fits under the maximum, counting what tokens hold, and
 // nothing for n ≤ 0 or after Close. It is the burst-credit top-up that
 // TryRelease cannot be: after spending 5 of 100, a TryRelease(10) per tick
@@ -103,18 +206,18 @@ func TestRefillTopsUpToTheMaximum(t *testing.T) {
 	spent.Forget()
 	require.False(t, s.TryRelease(10))
 	require.Equal(t, int64(5), s.Refill(10))
-	require.Equal(t, counts{Available: 100, Limit: 100}, countsOf(s))
+	require.Equal(t, atomicsem.Stats{Available: 100, Limit: 100, Max: 100}, s.Stats())
 
 	held := mustTake(t, s, 30)
 	require.NoError(t, s.SetLimit(40))
 	require.Equal(t, int64(60), s.Refill(1000), "held permits count against the maximum")
-	require.Equal(t, counts{Available: 70, Held: 30, Limit: 100}, countsOf(s))
+	require.Equal(t, atomicsem.Stats{Available: 70, Held: 30, Limit: 100, Max: 100}, s.Stats())
 	held.Release()
 
 	for _, n := range []int64{0, -1, math.MinInt64} {
 		require.NoError(t, s.SetLimit(50))
 		require.Zero(t, s.Refill(n), "Refill(%d)", n)
-		require.Equal(t, counts{Available: 50, Limit: 50}, countsOf(s))
+		require.Equal(t, atomicsem.Stats{Available: 50, Limit: 50, Max: 100}, s.Stats())
 	}
 	s.Close()
 	require.Zero(t, s.Refill(10), "a closed semaphore takes no new permits")
@@ -152,41 +255,3 @@ func TestRefillWithNobodyQueuedTakesNoLock(t *testing.T) {
 	require.NoError(t, s.SetLimit(5))
 	require.True(t, s.TryRelease(1))
 }
-
-// MustNew is New for package-level semaphores: it panics, prefixed, on
-// arguments New refuses.
-func TestMustNewPanicsOnWhatNewRefuses(t *testing.T) {
-	s := atomicsem.MustNew(2, 4)
-	require.Equal(t, atomicsem.Stats{Available: 2, Limit: 2, Max: 4}, s.Stats())
-	for _, args := range [][2]int64{{-1, 1}, {5, 4}, {0, atomicsem.MaxPermits + 1}} {
-		require.PanicsWithError(t,
-			"atomicsem: invalid number of permits: New("+itoa(args[0])+", "+itoa(args[1])+") needs 0 ≤ initial ≤ max ≤ 1073741823",
-			func() { atomicsem.MustNew(args[0], args[1]) })
-	}
-}
-
-// A Semaphore not made by New is not a semaphore of maximum zero: every
-// method panics with a message that says what went wrong, on the fast
-// paths too, and nothing hangs.
-func TestZeroSemaphorePanicsOnFirstUse(t *testing.T) {
-	const msg = "atomicsem: Semaphore used without New (the zero value is not usable)"
-	calls := map[string]func(s *atomicsem.Semaphore){
-		"Acquire":    func(s *atomicsem.Semaphore) { _, _ = s.Acquire(context.Background(), 1) },
-		"Acquire0":   func(s *atomicsem.Semaphore) { _, _ = s.Acquire(context.Background(), 0) },
-		"TryAcquire": func(s *atomicsem.Semaphore) { _, _ = s.TryAcquire(1) },
-		"TryRelease": func(s *atomicsem.Semaphore) { s.TryRelease(1) },
-		"Refill":     func(s *atomicsem.Semaphore) { s.Refill(1) },
-		"SetLimit":   func(s *atomicsem.Semaphore) { _ = s.SetLimit(0) },
-		"Close":      func(s *atomicsem.Semaphore) { s.Close() },
-		"Stats":      func(s *atomicsem.Semaphore) { s.Stats() },
-		"WaitIdle":   func(s *atomicsem.Semaphore) { _ = s.WaitIdle(context.Background()) },
-	}
-	for name, call := range calls {
-		t.Run(name, func(t *testing.T) {
-			var s atomicsem.Semaphore
-			require.PanicsWithValue(t, msg, func() { call(&s) })
-		})
-	}
-}
-
-func itoa(v int64) string { return strconv.FormatInt(v, 10) }

@@ -19,14 +19,14 @@ func TestTryForgetRetiresAvailablePermits(t *testing.T) {
 			n         int64
 			wantOK    bool
 			wantLimit int64
-			want      counts
+			want      atomicsem.Stats
 		}{
-			{"some", 3, true, 7, counts{Available: 5, Held: 2, Limit: 7}},
-			{"all available", 8, true, 2, counts{Available: 0, Held: 2, Limit: 2}},
-			{"more than available", 9, false, 10, counts{Available: 8, Held: 2, Limit: 10}},
-			{"nothing reads the limit", 0, true, 10, counts{Available: 8, Held: 2, Limit: 10}},
-			{"negative", -1, false, 10, counts{Available: 8, Held: 2, Limit: 10}},
-			{"above MaxPermits", atomicsem.MaxPermits + 1, false, 10, counts{Available: 8, Held: 2, Limit: 10}},
+			{"some", 3, true, 7, atomicsem.Stats{Available: 5, Held: 2, Limit: 7, Max: 16}},
+			{"all available", 8, true, 2, atomicsem.Stats{Available: 0, Held: 2, Limit: 2, Max: 16}},
+			{"more than available", 9, false, 10, atomicsem.Stats{Available: 8, Held: 2, Limit: 10, Max: 16}},
+			{"nothing reads the limit", 0, true, 10, atomicsem.Stats{Available: 8, Held: 2, Limit: 10, Max: 16}},
+			{"negative", -1, false, 10, atomicsem.Stats{Available: 8, Held: 2, Limit: 10, Max: 16}},
+			{"above MaxPermits", atomicsem.MaxPermits + 1, false, 10, atomicsem.Stats{Available: 8, Held: 2, Limit: 10, Max: 16}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -35,9 +35,10 @@ func TestTryForgetRetiresAvailablePermits(t *testing.T) {
 				limit, ok := s.TryForget(tt.n)
 				require.Equal(t, tt.wantOK, ok)
 				require.Equal(t, tt.wantLimit, limit)
-				require.Equal(t, tt.want, countsOf(s))
+				require.Equal(t, tt.want, s.Stats())
 				tok.Release()
-				require.Equal(t, tt.want.Limit, s.Stats().Available, "held permits come back in full")
+				require.Equal(t, atomicsem.Stats{Available: tt.want.Limit, Limit: tt.want.Limit, Max: 16}, s.Stats(),
+					"held permits come back in full")
 			})
 		}
 	})
@@ -52,7 +53,7 @@ func TestTryForgetFailsAfterClose(t *testing.T) {
 		require.False(t, ok, "TryForget(%d)", n)
 		require.Equal(t, int64(4), limit)
 	}
-	require.Equal(t, counts{Available: 4, Held: 0, Limit: 4}, countsOf(s))
+	require.Equal(t, atomicsem.Stats{Available: 4, Held: 0, Limit: 4, Max: 4, Closed: true}, s.Stats())
 }
 
 // In FIFO mode TryForget never takes permits that a parked waiter under the
@@ -61,19 +62,17 @@ func TestTryForgetDoesNotOvertakeAnEligibleWaiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := mustNew(t, 4, 8)
 		first := mustTake(t, s, 3)
-		p := goAcquire(context.Background(), s, 2) // 1 free: it parks, eligible
-		synctest.Wait()
+		p := park(t, s, t.Context(), 2) // 1 free: it parks, eligible
 		_, ok := s.TryForget(1)
 		require.False(t, ok, "TryForget overtook a parked waiter")
-		require.Empty(t, atomicsem.QueueFlagsError(s))
+		requireQueueFlags(t, s)
 		first.Release()
 		synctest.Wait()
-		require.True(t, p.returned())
-		require.NoError(t, p.err)
+		requireGranted(t, p, 2)
 		p.tok.Release()
 		_, ok = s.TryForget(1)
 		require.True(t, ok)
-		require.Equal(t, counts{Available: 3, Held: 0, Limit: 3}, countsOf(s))
+		require.Equal(t, atomicsem.Stats{Available: 3, Held: 0, Limit: 3, Max: 8}, s.Stats())
 	})
 }
 
@@ -85,19 +84,17 @@ func TestTryForgetBesideAWaiterAboveTheLimit(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			s := mustNew(t, 4, 8, opts...)
 			ctx, cancel := context.WithCancel(context.Background())
-			p := goAcquire(ctx, s, 6) // above the limit of 4: not eligible
-			synctest.Wait()
+			p := park(t, s, ctx, 6) // above the limit of 4: not eligible
 			limit, ok := s.TryForget(3)
 			require.True(t, ok)
 			require.Equal(t, int64(1), limit)
-			require.Empty(t, atomicsem.QueueFlagsError(s))
-			require.Equal(t, 1, s.Stats().Waiters)
+			requireQueueFlags(t, s)
+			require.Equal(t, atomicsem.Stats{Available: 1, Held: 0, Limit: 1, Max: 8, Waiters: 1}, s.Stats())
 			require.True(t, s.TryRelease(5), "raise the limit to 6: the waiter fits")
 			synctest.Wait()
-			require.True(t, p.returned())
-			require.NoError(t, p.err)
+			requireGranted(t, p, 6)
 			p.tok.Forget()
-			require.Equal(t, counts{Available: 0, Held: 0, Limit: 0}, countsOf(s))
+			require.Equal(t, atomicsem.Stats{Available: 0, Held: 0, Limit: 0, Max: 8}, s.Stats())
 			cancel()
 		})
 	})
@@ -111,16 +108,15 @@ func TestTryForgetKeepsTheQueueStateTrue(t *testing.T) {
 		s := mustNew(t, 4, 8, atomicsem.WithBarging())
 		tok := mustTake(t, s, 3)
 		ctx, cancel := context.WithCancel(context.Background())
-		p := goAcquire(ctx, s, 4) // fits under the limit of 4: eligible
-		synctest.Wait()
+		p := park(t, s, ctx, 4) // fits under the limit of 4: eligible
 		_, ok := s.TryForget(1) // barging, not starving: may take the free one
 		require.True(t, ok)
-		require.Empty(t, atomicsem.QueueFlagsError(s), "the waiter for 4 is now above the limit of 3")
+		requireQueueFlags(t, s) // the waiter for 4 is now above the limit of 3
 		tok.Release()
-		require.Equal(t, counts{Available: 3, Held: 0, Limit: 3}, countsOf(s))
+		require.Equal(t, atomicsem.Stats{Available: 3, Held: 0, Limit: 3, Max: 8, Waiters: 1}, s.Stats())
 		cancel()
 		synctest.Wait()
 		require.ErrorIs(t, p.err, context.Canceled)
-		require.Empty(t, atomicsem.QueueFlagsError(s))
+		requireQueueFlags(t, s)
 	})
 }

@@ -2,11 +2,9 @@ package fuzz_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,10 +17,9 @@ import (
 // sequence of operations from a single goroutine, in FIFO or barging mode,
 // and compares every result and, after every step, Stats. Tokens are
 // released, forgotten and split; a WaitIdle is issued only when the model
-// says it returns at once. With one
-// goroutine nothing ever waits, so the two modes must behave alike; an
-// Acquire with a live context is only issued when the model grants it at
-// once.
+// says it returns at once. With one goroutine nothing ever waits, so the two
+// modes must behave alike; an Acquire with a live context is only issued
+// when the model grants it at once.
 func FuzzSemaphoreOps(f *testing.F) {
 	for _, seed := range semaphoreSeeds {
 		f.Add(seed)
@@ -61,10 +58,6 @@ type heldToken struct {
 	tok *token.Token
 	n   int64
 }
-
-// acquireGuard bounds an Acquire that the model says is granted at once, so
-// that a semaphore that waits instead fails the run rather than hangs it.
-const acquireGuard = time.Second
 
 // newOpsRun decodes the mode and New's arguments and checks New. It returns
 // nil when New is expected to fail (and did).
@@ -265,37 +258,6 @@ func (r *opsRun) String() string {
 		lines[i] = fmt.Sprintf(e.format, e.args...)
 	}
 	return strings.Join(lines, "; ")
-}
-
-// outcomeOf maps a semaphore error to the model's outcome and reports
-// whether it is one the contract names.
-func outcomeOf(err error) (model.Outcome, bool) {
-	switch {
-	case err == nil:
-		return model.OK, true
-	case errors.Is(err, atomicsem.ErrInvalidPermits):
-		return model.InvalidPermits, true
-	case errors.Is(err, atomicsem.ErrExceedsMax):
-		return model.ExceedsMax, true
-	case errors.Is(err, atomicsem.ErrClosed):
-		return model.Closed, true
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return model.CtxDone, true
-	}
-	return 0, false
-}
-
-// doneContext returns a context that is already done: cancelled, or past
-// its deadline, as sel picks.
-func doneContext(sel byte) context.Context {
-	if sel%2 == 0 {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		return ctx
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
-	cancel() // releases the timer; the error stays DeadlineExceeded
-	return ctx
 }
 
 // panicMessage calls f and returns the message it panicked with, or "" if

@@ -1,12 +1,11 @@
 package atomicsem_test
 
+// The tokens the semaphore hands out: ending them part by part, and what
+// ending one twice, or ending a copy, does to the semaphore.
+
 import (
-	"fmt"
-	"reflect"
-	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 
 	"github.com/stretchr/testify/require"
 
@@ -14,72 +13,80 @@ import (
 	"github.com/atomicsem/atomicsem/token"
 )
 
-// copyToken copies a token the way a caller who ignores go vet's copylocks
-// report would, without the report: through reflection.
-func copyToken(src *token.Token) *token.Token {
-	dst := new(token.Token)
-	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
-	return dst
+// Split works for every token the semaphore hands out: taken at once, or
+// granted to a parked Acquire (whose waiter record the split gives back,
+// once). Each part ends on its own, released or forgotten, and the
+// semaphore accounts for each exactly.
+func TestSplitTokensEndPartByPart(t *testing.T) {
+	tests := []struct {
+		name    string
+		granted bool // the token comes from a parked Acquire's hand-off
+	}{
+		{name: "taken at once"},
+		{name: "granted to a parked Acquire", granted: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustNew(t, 10, 10)
+			var whole *token.Token
+			if tt.granted {
+				p := grantedByHandOff(t, s, 10)
+				whole = &p.tok
+			} else {
+				whole = mustTake(t, s, 10)
+			}
+			spent, ok := whole.Split(3)
+			require.True(t, ok)
+			require.Empty(t, atomicsem.FreeListError(s))
+			back, ok := whole.Split(2)
+			require.True(t, ok)
+			require.Equal(t, []int64{5, 3, 2}, []int64{whole.Permits(), spent.Permits(), back.Permits()})
+
+			spent.Forget()
+			require.Equal(t, atomicsem.Stats{Available: 0, Held: 7, Limit: 7, Max: 10}, s.Stats())
+			back.Release()
+			require.Equal(t, atomicsem.Stats{Available: 2, Held: 5, Limit: 7, Max: 10}, s.Stats())
+			whole.Release()
+			require.Equal(t, atomicsem.Stats{Available: 7, Limit: 7, Max: 10}, s.Stats())
+			require.Empty(t, atomicsem.FreeListError(s))
+		})
+	}
 }
 
-// panicOf runs f and returns what it panicked with, formatted, or "".
-func panicOf(f func()) (msg string) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg = fmt.Sprint(r)
-		}
-	}()
-	f()
-	return ""
-}
-
-// requireMisusePanic checks that msg is a misuse panic in the semaphore's
-// voice that names copying and concurrent ends as the likely causes.
-func requireMisusePanic(t *testing.T, msg string) {
-	t.Helper()
-	require.True(t, strings.HasPrefix(msg, "atomicsem: "), "panic %q lacks the package prefix", msg)
-	require.Contains(t, msg, "copied")
-	require.Contains(t, msg, "two goroutines at once")
-}
-
-// requireServesNormally checks that, after a misuse, s is as it should be
-// and serves parked acquirers in order: the queue, the free list of waiter
-// records and the word are all intact.
-func requireServesNormally(t *testing.T, s *atomicsem.Semaphore, want atomicsem.Stats) {
-	t.Helper()
-	require.Equal(t, want, s.Stats())
-	require.Empty(t, atomicsem.QueueFlagsError(s))
-	require.Empty(t, atomicsem.FreeListError(s))
-	synctest.Test(t, func(t *testing.T) {
-		var held []*token.Token
-		for range want.Available {
-			held = append(held, mustTake(t, s, 1))
-		}
-		var parked []*pendingAcquire
-		for range 3 {
-			parked = append(parked, park(t, s, t.Context(), 1))
-		}
-		for i, p := range parked {
-			held[0].Release()
-			synctest.Wait()
-			requireGranted(t, p, 1)
-			require.False(t, i+1 < len(parked) && parked[i+1].returned(), "one grant per release")
-			held[0] = &p.tok
-		}
-		for _, tok := range held {
-			tok.Release()
+func TestTokenMisusePanicsAndLeavesStatsUnchanged(t *testing.T) {
+	tests := []struct {
+		name          string
+		first, second func(*token.Token)
+	}{
+		{"ReleaseTwice", (*token.Token).Release, (*token.Token).Release},
+		{"ReleaseThenForget", (*token.Token).Release, (*token.Token).Forget},
+		{"ForgetThenRelease", (*token.Token).Forget, (*token.Token).Release},
+		{"ForgetTwice", (*token.Token).Forget, (*token.Token).Forget},
+	}
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				s := mustNew(t, 5, 5, opts...)
+				other := mustTake(t, s, 1)
+				tok := mustTake(t, s, 2)
+				tt.first(tok)
+				before := s.Stats()
+				requireTokenPanic(t, func() { tt.second(tok) })
+				require.Equal(t, before, s.Stats())
+				require.Zero(t, tok.Permits())
+				other.Release()
+			})
 		}
 	})
-	require.Equal(t, want, s.Stats())
-	require.Empty(t, atomicsem.FreeListError(s))
 }
 
 // Bug shape: a token granted to a parked Acquire owns that Acquire's
-// pooled waiter record. Ending a copy of it after the original put the
-// record back on the free list a second time (or while another Acquire was
-// parked on it): two acquirers then shared one record and one event, the
-// queue got a cycle, and unrelated waiters hung. The second end must panic
-// with a message that names the cause, before it changes anything.
+// pooled waiter record. Ending a copy of it after the original would put
+// the record back on the free list a second time (or while another Acquire
+// is parked on it): two acquirers would then share one record and one
+// event, the queue would get a cycle, and unrelated waiters would hang. The
+// second end must panic with a message that names the cause, before it
+// changes anything.
 func TestCopiedGrantedTokenEndedTwicePanicsAndCorruptsNothing(t *testing.T) {
 	ends := map[string]func(*token.Token){
 		"Release": (*token.Token).Release,
@@ -118,7 +125,7 @@ func TestCopyEndedWhileItsRecordIsReusedPanics(t *testing.T) {
 
 	holder := mustTake(t, s, 1)
 	second := goAcquire(t.Context(), s, 1) // parks on the recycled record
-	awaitWaiters(t, s, 1)
+	awaitWaiters(s, 1)
 	requireMisusePanic(t, panicOf(dup.Release))
 	require.False(t, second.returned())
 	require.Equal(t, atomicsem.Stats{Available: 0, Held: 1, Limit: 1, Max: 1, Waiters: 1}, s.Stats())

@@ -1,6 +1,15 @@
 package fuzz_test
 
-import "github.com/atomicsem/atomicsem/internal/model"
+// Helpers shared by the fuzz targets and the linearizability check.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/internal/model"
+)
 
 // decoder reads fuzz input as a stream of small choices. Once the input is
 // used up every read returns zero, so every input decodes to something and
@@ -71,4 +80,39 @@ func (d *decoder) permits() int64 {
 	default:
 		return int64(sel / 8 % 8)
 	}
+}
+
+// acquireGuard bounds an Acquire that the model says is granted at once, so
+// that a semaphore that waits instead fails the run rather than hangs it.
+const acquireGuard = time.Second
+
+// outcomeOf maps a semaphore error to the model's outcome and reports
+// whether it is one the contract names.
+func outcomeOf(err error) (model.Outcome, bool) {
+	switch {
+	case err == nil:
+		return model.OK, true
+	case errors.Is(err, atomicsem.ErrInvalidPermits):
+		return model.InvalidPermits, true
+	case errors.Is(err, atomicsem.ErrExceedsMax):
+		return model.ExceedsMax, true
+	case errors.Is(err, atomicsem.ErrClosed):
+		return model.Closed, true
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return model.CtxDone, true
+	}
+	return 0, false
+}
+
+// doneContext returns a context that is already done: cancelled, or past
+// its deadline, as sel picks.
+func doneContext(sel byte) context.Context {
+	if sel%2 == 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	cancel() // releases the timer; the error stays DeadlineExceeded
+	return ctx
 }
