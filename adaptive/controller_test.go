@@ -1,6 +1,7 @@
 package adaptive_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -54,6 +55,18 @@ func TestAIMDBacksOffOncePerCongestionEvent(t *testing.T) {
 	}
 }
 
+// settledVegas runs v's first probe, which measures an rttNoLoad of 20 ms,
+// and returns the time its next sample may start.
+func settledVegas(t *testing.T, v *adaptive.Vegas) time.Time {
+	l := v.Next(100, adaptive.Sample{Start: t0, RTT: 20 * ms, InFlight: 100})
+	require.Equal(t, 75.0, l, "the first sample starts a probe at three quarters of the limit")
+	l, at := feed(v, l, t0.Add(20*ms), 75, 20*ms, 75, false)
+	require.Equal(t, 56.25, l, "the first probe takes a second step, having no rttNoLoad to compare with")
+	l, at = feed(v, l, at, 57, 20*ms, 56, false)
+	require.Equal(t, 75.0, l, "the probe ends at the largest limit that did not queue")
+	return at
+}
+
 func TestVegasStepsByTheQueueItEstimates(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -73,7 +86,7 @@ func TestVegasStepsByTheQueueItEstimates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := &adaptive.Vegas{ProbeMultiplier: 1000}
-			_, at := feed(v, 100, t0, 1, 20*ms, tt.inFlight, false) // rttNoLoad
+			at := settledVegas(t, v)
 			l, _ := feed(v, 100, at, 50, tt.rtt, tt.inFlight, tt.dropped)
 			require.Equal(t, tt.want, l)
 		})
@@ -82,9 +95,74 @@ func TestVegasStepsByTheQueueItEstimates(t *testing.T) {
 
 func TestVegasSmoothingBlendsTheStep(t *testing.T) {
 	v := &adaptive.Vegas{Smoothing: 0.5, ProbeMultiplier: 1000}
-	_, at := feed(v, 100, t0, 1, 20*ms, 100, false)
+	at := settledVegas(t, v)
 	l, _ := feed(v, 100, at, 50, 20*ms, 100, false)
 	require.Equal(t, 106.0, l)
+}
+
+func TestVegasTakesAFasterWindowAsRTTNoLoad(t *testing.T) {
+	v := &adaptive.Vegas{ProbeMultiplier: 1000}
+	at := settledVegas(t, v)
+	// The service now answers in 10 ms: a window at 10 ms lowers
+	// rttNoLoad, so that 11 ms is a queue of 10, between alpha and beta,
+	// not a window faster than the unloaded RTT.
+	l, at := feed(v, 100, at, 50, 10*ms, 100, false)
+	require.Equal(t, 112.0, l)
+	l, _ = feed(v, 100, at, 50, 11*ms, 100, false)
+	require.Equal(t, 100.0, l)
+}
+
+// queueingService returns the RTT of a service of the given capacity and
+// an unloaded RTT of 20 ms at a limit, all of it in flight: flat up to the
+// capacity, and in proportion to the limit beyond.
+func queueingService(capacity float64) func(limit float64) time.Duration {
+	return func(limit float64) time.Duration {
+		return time.Duration(float64(20*ms) * max(1, limit/capacity))
+	}
+}
+
+// drive runs ctrl for n samples against rttAt with the whole limit in
+// flight, from limit and start, and returns every distinct limit it set
+// and the time the next sample may start.
+func drive(ctrl adaptive.Controller, rttAt func(float64) time.Duration, limit float64, start time.Time, n int) ([]float64, time.Time) {
+	limits := []float64{limit}
+	for range n {
+		rtt := rttAt(limit)
+		limit = ctrl.Next(limit, adaptive.Sample{Start: start, RTT: rtt, InFlight: int64(limit)})
+		start = start.Add(rtt)
+		if limit != limits[len(limits)-1] {
+			limits = append(limits, limit)
+		}
+	}
+	return limits, start
+}
+
+func TestVegasProbeFindsTheUnloadedRTT(t *testing.T) {
+	limits, _ := drive(&adaptive.Vegas{}, queueingService(100), 800, t0, 3000)
+	// The first probe steps down by three quarters until two steps agree,
+	// at 106 and 80 in flight. It leaves the largest limit whose queue,
+	// by Vegas's estimate against the RTT it found, is within beta: 106,
+	// whose RTT of 21.4 ms gives a queue of 7, between alpha and beta.
+	require.Equal(t, []float64{800, 600, 450, 337.5, 253.125, 189.84375, 142.3828125, 106.787109375, 80.09033203125, 106.787109375}, limits[:10])
+	last := limits[len(limits)-1]
+	require.True(t, last >= 106 && last <= 112, "settled at %v, with a queue between alpha and beta: %v", last, limits)
+}
+
+func TestVegasReprobeDoesNotAdoptAQueuedRTT(t *testing.T) {
+	// Settled on a service of capacity 100, Vegas keeps a queue of 6 to 12.
+	v := &adaptive.Vegas{}
+	limits, at := drive(v, queueingService(100), 100, t0, 5000)
+	require.InDelta(t, 106, limits[len(limits)-1], 6, "%v", limits)
+	// The capacity halves: every RTT from now on is queued until the limit
+	// falls to 50. The probes of the next 20 000 samples (a probe every
+	// 15 to 30 limits' worth) measure the unloaded RTT below the capacity,
+	// so the limit settles with a queue of alpha to beta (3 to 6 below a
+	// limit of 100) instead of taking a queued RTT for the unloaded one
+	// and holding or climbing.
+	limits, _ = drive(v, queueingService(50), limits[len(limits)-1], at, 20000)
+	tail := limits[len(limits)-20:]
+	require.Less(t, slices.Max(tail), 58.0, "%v", tail)
+	require.Greater(t, slices.Min(tail), 37.0, "%v", tail)
 }
 
 // settledGradient2 returns a Gradient2 whose first probe has measured a

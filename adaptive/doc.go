@@ -29,7 +29,10 @@
 //     and on RTTs above a timeout. Inputs: drops, RTT.
 //   - Vegas: delay-based, after TCP Vegas; keeps the queue it estimates from
 //     the unloaded RTT and the current one between two thresholds. Inputs:
-//     RTT, the smallest RTT seen, drops.
+//     RTT, an unloaded RTT measured in probes at a lower limit, drops.
+//     Netflix's version takes the smallest RTT seen as the unloaded one,
+//     which a service queued from the start never shows; this one
+//     measures it as Gradient2 measures its baseline: see Vegas.
 //   - Gradient2: delay-based; scales the limit by the ratio of a baseline
 //     RTT to the current one, with headroom to grow. Inputs: RTT, a baseline
 //     measured in probes, drops. Netflix's version grows without bound under

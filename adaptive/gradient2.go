@@ -82,26 +82,6 @@ type Gradient2 struct {
 	probe      probe
 }
 
-// probe is the state of a baseline measurement in progress.
-type probe struct {
-	active  bool
-	saved   float64       // the limit before the probe
-	before  time.Duration // the mean RTT of the last window before the probe
-	limit   float64       // the limit of this step
-	since   time.Time     // samples of requests admitted earlier are ignored
-	n       int           // samples taken in this step
-	sum     time.Duration // of their RTTs
-	dropped bool          // whether this step saw a drop
-	best    time.Duration // the mean RTT of the previous step, or the baseline
-	steps   []probeStep   // the finished steps
-}
-
-// probeStep is a finished step of a probe: its limit and mean RTT.
-type probeStep struct {
-	limit float64
-	mean  time.Duration
-}
-
 func (g *Gradient2) check() error {
 	switch {
 	case g.Tolerance != 0 && g.Tolerance < 1:
@@ -119,14 +99,11 @@ func (g *Gradient2) check() error {
 // Next implements Controller.
 func (g *Gradient2) Next(limit float64, s Sample) float64 {
 	if g.probe.active {
-		return g.probeNext(limit, s)
+		return g.probeNext(s)
 	}
 	g.sinceProbe++
 	if g.baseline == 0 || g.sinceProbe >= orDefault(g.ProbeInterval, 100)*limit {
-		// The first step compares with the current baseline: when halving
-		// the limit does not beat it, the baseline stands after one step.
-		g.probe = probe{active: true, saved: limit, before: g.last, best: g.baseline, steps: g.probe.steps[:0]}
-		return g.probeStep(limit*probeFactor, s.End())
+		return g.probe.begin(limit, g.last, g.baseline, s.End())
 	}
 
 	s, ok := g.win.add(limit, s)
@@ -154,77 +131,21 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 	return limit*(1-sm) + limit*gradient*sm
 }
 
-// probeStep starts a probe step at limit, counting only the requests
-// admitted from since on.
-func (g *Gradient2) probeStep(limit float64, since time.Time) float64 {
-	g.probe.limit = math.Max(1, limit)
-	g.probe.since = since
-	g.probe.n, g.probe.sum, g.probe.dropped = 0, 0, false
-	return g.probe.limit
-}
-
 // probeNext takes a sample during a probe and returns the limit to use.
-func (g *Gradient2) probeNext(limit float64, s Sample) float64 {
-	p := &g.probe
-	if s.Start.Before(p.since) {
-		return p.limit // admitted before this step
+func (g *Gradient2) probeNext(s Sample) float64 {
+	limit, baseline, done := g.probe.add(s)
+	if !done {
+		return limit
 	}
-	if s.Dropped {
-		p.dropped = true // the step still overloads; its RTTs are cut short
-		return p.limit
-	}
-	p.n++
-	p.sum += s.RTT
-	if float64(p.n) < math.Max(p.limit, 10) {
-		return p.limit
-	}
-	mean := p.sum / time.Duration(p.n)
-	if !p.dropped {
-		p.steps = append(p.steps, probeStep{p.limit, mean})
-	}
-	// A step whose mean RTT differs from the previous step's (or, for the
-	// first, from the baseline) by more than 10 % may still queue: take
-	// another step down, unless the limit is as low as it goes. Two steps
-	// in a row that agree show the RTT no queue changes.
-	if (p.dropped || p.best == 0 || !near(mean, p.best)) && p.limit > 1 {
-		p.best = mean
-		if p.dropped {
-			p.best = 0 // cut short by timeouts: not a mean to compare with
-		}
-		return g.probeStep(p.limit*probeFactor, s.End())
-	}
-	g.baseline = mean
-	for _, st := range p.steps {
-		g.baseline = min(g.baseline, st.mean)
-	}
+	g.baseline = baseline
+	g.sinceProbe = 0
+	g.win.restart(s.End())
 	// Go back to the limit before the probe if its RTT was within
 	// tolerance of the new baseline; else to the largest probed limit
 	// whose RTT was, and let the gradient raise it from there.
-	next := p.saved
-	if p.before == 0 || float64(p.before) > g.tolerance()*float64(g.baseline) {
-		next = p.limit
-		for _, st := range p.steps {
-			if float64(st.mean) <= g.tolerance()*float64(g.baseline) {
-				next = max(next, st.limit)
-			}
-		}
-	}
-	g.sinceProbe = 0
-	p.active = false
-	g.win.restart(s.End())
-	return next
-}
-
-// near reports whether a and b are within 10 % of each other.
-func near(a, b time.Duration) bool {
-	return float64(a) <= 1.1*float64(b) && float64(b) <= 1.1*float64(a)
+	return g.probe.exit(func(_ float64, rtt time.Duration) bool {
+		return float64(rtt) <= g.tolerance()*float64(g.baseline)
+	})
 }
 
 func (g *Gradient2) tolerance() float64 { return orDefault(g.Tolerance, 1.1) }
-
-// probeFactor is what each probe step multiplies the limit by. Settled, the
-// limit is about Tolerance times the service's capacity, so one step of
-// three quarters takes it below capacity, where nothing queues, while
-// leaving most of the throughput; a limit far above capacity takes a few
-// more steps.
-const probeFactor = 0.75
