@@ -8,7 +8,7 @@
 # One line per run: verdict, variant, states stored, transitions, seconds
 # (pan's search alone).
 #
-# Usage: scripts/spin.sh              the standard runs (about 3 minutes of
+# Usage: scripts/spin.sh              the standard runs (under 3 minutes of
 #                                     CPU time, run two at a time)
 #        SPIN_LONG=1 scripts/spin.sh  adds four larger configurations
 # Environment: SPIN_JOBS (runs at once, default 2), SPIN_MEMLIM_MB (pan's
@@ -19,7 +19,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 model=$root/docs/spin/semaphore.pml
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; wait; rm -rf "$work"' EXIT
 
 command -v spin >/dev/null || { echo "spin.sh: spin not found (apt-get install spin)" >&2; exit 2; }
 cc=${CC:-gcc}
