@@ -74,8 +74,9 @@
  *                         a waiter remains, counting those above the limit
  *                         (never queued)
  *   BUG_QUEUE_OR          takeOrQueueLocked ORs the new queue state into the
- *                         word instead of replacing the field, so a queued
- *                         word becomes starving
+ *                         word instead of replacing the field, so a waiter
+ *                         within the limit that queues behind waiters above
+ *                         it turns queued into starving
  *   BUG_LIMIT_LOCKFREE    a limit change is always a lock-free CAS, and
  *                         nobody serves the queue after it
  *   BUG_LIMIT_DISPATCH_AFTER  a limit change is always a lock-free CAS, and
