@@ -85,7 +85,7 @@
  *                         word shows eligible, not whenever it shows queued
  *   BUG_QUEUE_BEHIND_NO_RECHECK  queueBehind queues on its hint without
  *                         looking at the word again under the lock
- *   BUG_IDLE_LOCKFREE     releaseFast ignores LowestHeld: the release that
+ *   BUG_IDLE_LOCKFREE     releaseFast ignores the idle flag: the release that
  *                         brings held to zero is a lock-free CAS even while
  *                         the idle flag is set
  *   BUG_FORGET_IDLE_LOCKFREE  changeLimit ignores the idle flag: a Forget
@@ -161,7 +161,6 @@
 #define QUEUED(w)   (((w) & QMASK) != 0)
 #define ELIGIBLE(w) (((w) & BLOCK) != 0)
 #define IDLE(w)     (((w) & IDLEBIT) != 0)
-#define LOWEST(w)   (IDLE(w) -> 1 : 0)    /* Word.LowestHeld */
 #define CLOSED(w)   (((w) & CBIT) != 0)
 #define WORD(h, l)           ((h) | ((l) << LSHIFT))
 #define WITHHELD(w, h)       (((w) & ~7) | (h))
@@ -525,16 +524,17 @@ inline wakeIdleLocked()
 
 /* Which word sends a change to the lock rather than a lock-free CAS:
  * releaseFast refuses when the word shows eligible (a queued waiter fits
- * under the limit) or when held would fall below LowestHeld (the release
- * would end a WaitIdle); changeLimit serves whenever the queue state is
+ * under the limit) or the idle flag (a WaitIdle caller waits, and the
+ * release that leaves no permit held must wake it: ReleaseBlocked);
+ * changeLimit serves whenever the queue state is
  * queued or higher, since the new limit decides which waiters are eligible,
  * and when the change leaves no permit held while the idle flag is set. */
 #if defined(BUG_SKIP_WAKE)
-#define RELEASELOCK(o, nw)  (HELD(nw) < LOWEST(o))
+#define RELEASELOCK(o, nw)  IDLE(o)
 #elif defined(BUG_IDLE_LOCKFREE)
 #define RELEASELOCK(o, nw)  ELIGIBLE(o)
 #else
-#define RELEASELOCK(o, nw)  (HELD(nw) < LOWEST(o) || ELIGIBLE(o))
+#define RELEASELOCK(o, nw)  (IDLE(o) || ELIGIBLE(o))
 #endif
 #if defined(BUG_FORGET_IDLE_LOCKFREE)
 #define IDLELOCK(o, nw)  0
