@@ -4,10 +4,13 @@
 #
 # Each patch file starts with a one-line description of its fault,
 # optionally a line "Packages: <go test packages>" naming the tier for this
-# fault (the default tier otherwise), and then a diff against the tree. The script copies the tree (tracked and
-# untracked files that git does not ignore) to a temporary directory,
-# checks that the tier passes there, and then, for each patch: applies it,
-# runs the tier, which must fail, and takes the patch out again. The tier
+# fault (the default tier otherwise), and then a diff against the tree.
+# The script copies the tree (tracked and untracked files that git does not
+# ignore) to a temporary directory, checks that the tier passes there, and
+# then, for each patch: applies it, runs the tier, which must fail, and
+# takes the patch out again. The tier is the tests and the fuzz targets'
+# seed corpora, not the examples: go test runs those even after -failfast
+# has stopped the tests, and on a broken build one may wait for ever. It
 # runs without build tags first and, if that did not fail, with
 # -tags atomicsem_hooks. A failing test, a panic or a test timeout kills the
 # mutant; a fault that passes both runs survived. A patch that no longer
@@ -51,7 +54,7 @@ tier() {
 	local tags=$1 log=$2 run=${3:-$pkgs} start end rc secs
 	start=$(date +%s.%N)
 	# shellcheck disable=SC2086
-	(cd "$tree" && go test -count=1 -failfast -timeout "$timeout" $extra -tags "$tags" $run) >"$log" 2>&1
+	(cd "$tree" && go test -count=1 -failfast -run '^(Test|Fuzz)' -timeout "$timeout" $extra -tags "$tags" $run) >"$log" 2>&1
 	rc=$?
 	end=$(date +%s.%N)
 	secs=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}')
@@ -84,7 +87,7 @@ for name in "${names[@]}"; do
 	[[ -n $own && " $cleanpkgs " != *" $own "* ]] && cleanpkgs+=" $own"
 done
 
-echo "mutants: go test -count=1 -failfast -timeout $timeout $extra $pkgs (or the packages a patch names)"
+echo "mutants: go test -count=1 -failfast -run '^(Test|Fuzz)' -timeout $timeout $extra $pkgs (or the packages a patch names)"
 for tags in "" "atomicsem_hooks"; do
 	read -r verdict secs < <(tier "$tags" "$work/clean.log" "$cleanpkgs")
 	printf '%-9s %-26s tags=%-16s %6ss\n' "$([[ $verdict == pass ]] && echo CLEAN || echo BROKEN)" "(none)" "${tags:-(none)}" "$secs"
