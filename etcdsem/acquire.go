@@ -2,6 +2,7 @@ package etcdsem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -127,7 +128,7 @@ func (s *Semaphore) arrive(ctx context.Context, key string, n int64) (*view, err
 				clientv3.OpPut(key, entryValue(false, n), clientv3.WithLease(s.session.Lease())),
 				clientv3.OpGet(s.prefix, clientv3.WithPrefix()),
 			).
-			Else(clientv3.OpGet(s.cfgKey)).
+			Else(clientv3.OpGet(s.cfgKey), clientv3.OpGet(key, clientv3.WithCountOnly())).
 			Commit()
 		cancel()
 		if err != nil {
@@ -141,6 +142,9 @@ func (s *Semaphore) arrive(ctx context.Context, key string, n int64) (*view, err
 			}
 			return v, nil
 		}
+		if resp.Responses[1].GetResponseRange().Count > 0 {
+			return nil, errKeyTaken
+		}
 		kvs := resp.Responses[0].GetResponseRange().Kvs
 		if len(kvs) == 0 {
 			return nil, fmt.Errorf("%w: %q is missing", ErrForeignKeys, s.cfgKey)
@@ -152,6 +156,11 @@ func (s *Semaphore) arrive(ctx context.Context, key string, n int64) (*view, err
 		s.noteConfig(c)
 	}
 }
+
+// errKeyTaken is what arrive returns if its key exists already: a write
+// that reached etcd after its Acquire gave up, and found the tombstone
+// cleanUp left (see cleanUp). No caller sees it.
+var errKeyTaken = errors.New("etcdsem: the acquirer's key was taken back")
 
 // cleanUp takes back key, written (or perhaps written) by an Acquire or
 // TryAcquire that is giving up, and returns err, the reason it gives up.
@@ -192,27 +201,33 @@ func (s *Semaphore) cleanUp(ctx context.Context, key string, err error) error {
 }
 
 // grant grants grantees, at most grantBatch waiters admitted in a view
-// whose config was cfg, in one transaction; and if newKey is not empty, it
-// creates newKey holding newN permits under the session's lease (an
-// arrival granted at once, for TryAcquire). It commits only if the config
-// key's mod revision is still cfg's, so that no grant or limit change has
-// come between, each grantee's key is unchanged, and newKey has never
-// been created (see cleanUp); and it rewrites the config unchanged, to
-// move that revision on, so that no other grant made from that view or an
-// earlier one can commit after it. By the monotonicity described at
-// admitted, the grantees are then admitted at the commit's revision too.
-// orElse are the operations the transaction runs if it does not commit.
-func (s *Semaphore) grant(ctx context.Context, cfg config, grantees []*entry, newKey string, newN int64, orElse ...clientv3.Op) (*clientv3.TxnResponse, error) {
-	cmps := make([]clientv3.Cmp, 0, len(grantees)+2)
-	ops := make([]clientv3.Op, 0, len(grantees)+2)
+// whose config was cfg, starting with the first, in one transaction. It
+// commits only if the config key's mod revision is still cfg's, so that
+// the limit has not moved and the semaphore has not closed since the
+// view, and each grantee's key is unchanged, still waiting; the comment
+// at admitted says why the grantees are then admitted at the commit's
+// revision too.
+//
+// If newKey is not empty, the transaction also creates newKey holding newN
+// permits under the session's lease: an arrival granted at once, for
+// TryAcquire, admitted in the view at revision viewRev. Its place in line
+// is the commit's revision, not the view's, so it commits only if no
+// acquirer's key has been created since the view (one would be ahead of
+// it, and the view did not weigh it), and only if newKey has never been
+// created (see cleanUp). orElse are the operations the transaction runs if
+// it does not commit.
+func (s *Semaphore) grant(ctx context.Context, cfg config, grantees []*entry, newKey string, newN, viewRev int64, orElse ...clientv3.Op) (*clientv3.TxnResponse, error) {
+	cmps := make([]clientv3.Cmp, 0, len(grantees)+3)
+	ops := make([]clientv3.Op, 0, len(grantees)+1)
 	cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.cfgKey), "=", cfg.mod))
-	ops = append(ops, clientv3.OpPut(s.cfgKey, cfg.value))
 	for _, e := range grantees {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.key), "=", e.mod))
 		ops = append(ops, clientv3.OpPut(e.key, entryValue(true, e.n), clientv3.WithIgnoreLease()))
 	}
 	if newKey != "" {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(newKey), "=", 0))
+		cmps = append(cmps,
+			clientv3.Compare(clientv3.CreateRevision(s.keyDir), "<", viewRev+1).WithPrefix(),
+			clientv3.Compare(clientv3.CreateRevision(newKey), "=", 0))
 		ops = append(ops, clientv3.OpPut(newKey, entryValue(true, newN), clientv3.WithLease(s.session.Lease())))
 	}
 	rctx, cancel := s.rpcContext(ctx)
@@ -291,7 +306,7 @@ func (w *waiter) wait(st step) (token.Token, error) {
 		case st.closed:
 			return token.Token{}, s.cleanUp(ctx, w.key, ErrClosed)
 		case st.grantees != nil && yield <= 0:
-			resp, err := s.grant(ctx, st.cfg, st.grantees, "", 0)
+			resp, err := s.grant(ctx, st.cfg, st.grantees, "", 0, 0)
 			if err != nil {
 				return token.Token{}, s.cleanUp(ctx, w.key, s.rpcError(ctx, err))
 			}
@@ -426,6 +441,11 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (token.Token, bool,
 	if err != nil {
 		return token.Token{}, false, err
 	}
+	return s.tryFrom(ctx, n, v)
+}
+
+// tryFrom is TryAcquire from view v onwards.
+func (s *Semaphore) tryFrom(ctx context.Context, n int64, v *view) (token.Token, bool, error) {
 	key := s.newKey()
 	for {
 		if v.cfg.Closed {
@@ -440,7 +460,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (token.Token, bool,
 		if len(ahead) >= grantBatch {
 			ahead, create = ahead[:grantBatch], "" // serve those first, then look again
 		}
-		resp, err := s.grant(ctx, v.cfg, ahead, create, n, clientv3.OpGet(s.prefix, clientv3.WithPrefix()))
+		resp, err := s.grant(ctx, v.cfg, ahead, create, n, v.rev, clientv3.OpGet(s.prefix, clientv3.WithPrefix()))
 		if err != nil {
 			err = s.rpcError(ctx, err)
 			if create != "" {

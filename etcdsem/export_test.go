@@ -92,3 +92,34 @@ func Admitted(limit int64, closed bool, keys []WalkKey, arrival *WalkKey) []stri
 	}
 	return names
 }
+
+// Arrive is Acquire's first round trip, alone: it writes key as a waiter
+// for n permits, unless the key has ever been created.
+func Arrive(ctx context.Context, s *Semaphore, key string, n int64) error {
+	_, err := s.arrive(ctx, key, n)
+	return err
+}
+
+// CleanUp is what an Acquire that gives up does to its key.
+func CleanUp(ctx context.Context, s *Semaphore, key string) {
+	s.cleanUp(ctx, key, nil)
+}
+
+// NewKey returns a key name for the handle's next acquirer.
+func NewKey(s *Semaphore) string { return s.newKey() }
+
+// TryAcquireAfter is TryAcquire with between called after it has read the
+// semaphore and before it grants: a test makes changes there that the
+// read did not see.
+func TryAcquireAfter(ctx context.Context, s *Semaphore, n int64, between func()) (bool, error) {
+	v, err := s.read(ctx)
+	if err != nil {
+		return false, err
+	}
+	between()
+	tok, ok, err := s.tryFrom(ctx, n, v)
+	if ok {
+		tok.Release()
+	}
+	return ok, err
+}

@@ -188,12 +188,15 @@ func TestFailedReleaseGivesUpTheSession(t *testing.T) {
 	start := time.Now()
 	tok.Release()
 	require.Less(t, time.Since(start), 2*time.Second, "Release must be bounded")
+	// At once: the client itself would give the lease up only after its
+	// TTL without an answer to its keep-alives.
 	select {
 	case <-h.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Second):
 		t.Fatal("Done was not closed")
 	}
 	require.ErrorIs(t, h.Err(), etcdsem.ErrSessionLost)
+	require.ErrorContains(t, h.Err(), "ending a token")
 	t.Logf("Err: %v", h.Err())
 	_, err = h.Acquire(testCtx(t), 1)
 	require.ErrorIs(t, err, etcdsem.ErrSessionLost)
@@ -341,4 +344,64 @@ func TestDeadHeadOfBatchDoesNotHoldBackTheWaitersBehind(t *testing.T) {
 	closeSession(ghostCli, ghost) // the ghost's lease ends
 	p.tok.Release()
 	require.Equal(t, etcdsem.Stats{Available: 2, Held: 0, Limit: 2, Max: 2}, mustStats(t, h.Semaphore))
+}
+
+// An Acquire that gives up while its first write is in flight cannot know
+// whether etcd will apply it, and etcd may apply it after the deletion
+// meant to undo it. So the give-up leaves a tombstone where no key was,
+// and a write of the key that arrives later is refused: it must not leave
+// a waiter that nobody waits for, which the rules would grant and so hold
+// permits until the session ends.
+func TestWriteThatLandsAfterItsCleanUpIsRefused(t *testing.T) {
+	srv := startServer(t)
+	prefix := prefixFor(t)
+	h := newHandle(t, srv, prefix, 1, 1, handleOpts{})
+	ctx := testCtx(t)
+	key := etcdsem.NewKey(h.Semaphore)
+
+	etcdsem.CleanUp(ctx, h.Semaphore, key) // the give-up, before the write lands
+	_ = etcdsem.Arrive(ctx, h.Semaphore, key, 1)
+	require.Equal(t, etcdsem.Stats{Available: 1, Limit: 1, Max: 1}, mustStats(t, h.Semaphore),
+		"the late write left a waiter")
+	tok, ok, err := h.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok, "the late write holds back arrivals")
+	tok.Release()
+
+	// Where the key was written, the give-up deletes it.
+	key = etcdsem.NewKey(h.Semaphore)
+	require.NoError(t, etcdsem.Arrive(ctx, h.Semaphore, key, 1))
+	require.Equal(t, 1, mustStats(t, h.Semaphore).Waiters)
+	etcdsem.CleanUp(ctx, h.Semaphore, key)
+	require.NotContains(t, keys(t, h.cli, prefix), key)
+	require.Equal(t, etcdsem.Stats{Available: 1, Limit: 1, Max: 1}, mustStats(t, h.Semaphore))
+}
+
+// TryAcquire reads the semaphore, then grants itself from what it read. A
+// waiter that arrives between the two is ahead of it in line, and the
+// read did not see it: TryAcquire must not take the permit that waiter is
+// next for.
+func TestTryAcquireDoesNotOvertakeAWaiterThatArrivesAfterItsRead(t *testing.T) {
+	srv := startServer(t)
+	prefix := prefixFor(t)
+	h := newHandle(t, srv, prefix, 2, 2, handleOpts{})
+	other := newHandle(t, srv, prefix, 0, 2, handleOpts{})
+	ctx := testCtx(t)
+	held, err := h.Acquire(ctx, 1)
+	require.NoError(t, err)
+
+	var waiter *pendingAcquire
+	ok, err := etcdsem.TryAcquireAfter(ctx, h.Semaphore, 1, func() {
+		// One permit is free; this waiter fits the limit, not the free
+		// permit, so it holds back everyone who arrives after it.
+		waiter = goAcquire(ctx, other.Semaphore, 2)
+		awaitWaiters(t, h.Semaphore, 1)
+	})
+	require.NoError(t, err)
+	require.False(t, ok, "TryAcquire overtook a waiter that arrived before it was granted")
+
+	held.Release()
+	waiter.wait(t)
+	require.NoError(t, waiter.err)
+	waiter.tok.Release()
 }

@@ -15,9 +15,9 @@ import (
 // transaction reads the config back when the compare fails). A call that
 // changes nothing still makes its compare, so that its answer is the
 // config's at one revision. The compare is on the value rather than the
-// revision: grants rewrite the config unchanged, and a change of the limit
-// depends only on what the config says. Waiters see the change through
-// their watches and grant themselves if it admits them.
+// revision: a change of the limit depends only on what the config says,
+// so a config changed and changed back serves as well. Waiters see the
+// change through their followers and grant themselves if it admits them.
 
 // TryRelease adds n new permits, raising both the available count and the
 // limit by n, and reports whether it did. It refuses, changing nothing, if

@@ -93,9 +93,10 @@ func newLoadRun(t *testing.T, srv *server, limit int64) *loadRun {
 // lowest limit the mover sets, so that waiters are passed over too.
 var weights = []int64{1, 1, 1, 2, 2, 3}
 
-// client runs cycles acquire-release cycles through handle h, opening a new
-// handle if h's session is lost (as a failed release does on a broken
-// network), and retrying calls that fail with ErrUnavailable.
+// client runs cycles acquire-release cycles through handle h (a quarter of
+// them try TryAcquire first), opening a new handle if h's session is lost
+// (as a failed release does on a broken network), and retrying calls that
+// fail with ErrUnavailable.
 func (r *loadRun) client(id, cycles int, h *handle, ho handleOpts) {
 	t := r.t
 	rng := rand.New(rand.NewPCG(uint64(id), 7))
@@ -106,7 +107,17 @@ func (r *loadRun) client(id, cycles int, h *handle, ho handleOpts) {
 		var tok token.Token
 		for {
 			var err error
-			tok, err = h.Acquire(ctx, n)
+			if rng.IntN(4) == 0 {
+				// Sometimes try first, and wait only if refused: arrivals
+				// that grant themselves race the waiters' grants.
+				var ok bool
+				if tok, ok, err = h.TryAcquire(ctx, n); ok {
+					break
+				}
+			}
+			if err == nil {
+				tok, err = h.Acquire(ctx, n)
+			}
 			if err == nil {
 				break
 			}

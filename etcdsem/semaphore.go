@@ -15,12 +15,15 @@
 // the sum of the held keys' weights; Available is Limit − Held, negative
 // while the limit is set below what tokens hold.
 //
-// A grant is a compare-and-swap on the config key's revision, so no two
-// grants, and no grant and limit change, are ever made from the same view of
-// the semaphore; a release is the deletion of the holder's key, which lets a
-// waiter watching the prefix grant itself. A holder whose process dies, or
-// whose session expires, gives its permits back when its lease ends: etcd
-// deletes its keys. See docs/fleet.md for the key layout and the argument.
+// A grant is one transaction that turns the admitted waiters' keys to
+// held, made only if the config and those keys are as the view it was
+// computed from saw them, so that no grant outlives a limit change or
+// overtakes another; a release is the deletion of the holder's key, which
+// lets the waiters it admits grant themselves. A handle's parked Acquire
+// calls follow the semaphore through one watch. A holder whose process
+// dies, or whose session expires, gives its permits back when its lease
+// ends: etcd deletes its keys. See docs/fleet.md for the key layout and the
+// argument.
 //
 // Calls that go over the network take a context and return an error where
 // the in-process semaphore returns a bool or nothing; the bool (or count)
@@ -186,7 +189,7 @@ func WithTimeout(d time.Duration) Option {
 }
 
 // config is the content of the config key, and the revision at which it was
-// last written (a grant rewrites it unchanged, to move that revision on).
+// last written.
 type config struct {
 	Limit  int64 `json:"limit"`
 	Max    int64 `json:"max"`

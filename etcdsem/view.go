@@ -178,13 +178,18 @@ func (v *view) queue() []*entry {
 //
 // A closed semaphore admits no one.
 //
-// The set is monotone in the ways a view can change between a grant's
-// computation and its commit without moving the config key's revision: a
-// key deleted or lowered in weight frees permits or removes a waiter, and a
-// key created later joins behind. So a waiter admitted in an older view is
-// admitted in every later view with the same config revision, which is why
-// a grant need only compare that revision and that its grantees' keys are
-// unchanged (see grant).
+// Why a grant made from an older view is still right when it commits:
+// a grant commits only if the config is unchanged since its view and each
+// grantee's key is still the waiting key the view saw (see grant). The
+// other changes that can come between only admit more: a key deleted or
+// lowered in weight frees permits or removes a waiter, and a key created
+// later joins behind every grantee (an arrival that TryAcquire grants at
+// once is refused if any key was created after its view). No other grant
+// can come between either: a batch always starts with the first waiter
+// the rules admit, its head, and every key ahead of the head is held or
+// passed over, which stays so while the config does; so any other grant
+// made while the head still waits names the head too, and of two grants
+// that name the same key only the first commits.
 func (v *view) admitted(arrival *entry) []*entry {
 	if v.cfg.Closed {
 		return nil
