@@ -152,6 +152,7 @@ func (s *Semaphore) queueBehind(n int64, bubbled bool) *waiter {
 	if s.barging() || !s.load().Eligible() {
 		return nil // a hint, without the lock: checked again under it
 	}
+	hook.At(hook.BeforeQueue)
 	s.mu.Lock()
 	if old := s.load(); !old.Eligible() || n > s.max {
 		s.mu.Unlock()

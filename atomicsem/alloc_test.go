@@ -1,9 +1,14 @@
 package atomicsem_test
 
+// What the fast paths cost, checked as facts: which operations allocate,
+// and what the compiler inlines.
+
 import (
 	"context"
 	"errors"
-	"runtime"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,8 +79,8 @@ func TestParkedAcquireDoesNotAllocate(t *testing.T) {
 		skipUnderRace(t)
 		s := mustNew(t, 1, 1, opts...)
 		slot := mustTake(t, s, 1)
-		releaser := startHelper(t, func() {
-			waitParked(s)
+		releaser := startWorker(func() {
+			awaitWaiters(s, 1)
 			slot.Release()
 		})
 		// A deadline, made before the measured runs, turns a lost wake-up
@@ -117,8 +122,8 @@ func TestCancelledAcquireAllocatesNothingBeyondItsContext(t *testing.T) {
 			_ = ctxs[i].Done()
 		}
 		next := 0
-		canceller := startHelper(t, func() {
-			waitParked(s)
+		canceller := startWorker(func() {
+			awaitWaiters(s, 1)
 			cancels[next]()
 		})
 		allocs := testing.AllocsPerRun(allocRuns, func() {
@@ -135,47 +140,62 @@ func TestCancelledAcquireAllocatesNothingBeyondItsContext(t *testing.T) {
 	})
 }
 
-// helper runs f in its own goroutine once per kick, so that a measured
-// function can have work done for it without starting a goroutine, which
-// allocates.
-type helper struct {
-	kicks chan struct{}
-	done  chan struct{}
+// Comments in the library rely on what the compiler inlines: the fast
+// paths of an acquire and of a token's end are inlined into their callers,
+// the token's Release and Forget into code that imports atomicsem alone,
+// and the dispatch's return of permits calls state.Word.Release inline. A
+// change that pushes one of them over the inlining budget makes its
+// comment false and the fast path slower; this test says which.
+func TestInliningFactsTheCommentsRelyOn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the packages with -gcflags=-m")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build with")
+	}
+	// The facts are those of amd64, where the 64-bit atomics are compiler
+	// intrinsics; a 32-bit build turns them into calls, which cost more
+	// than the inlining budget allows. So the packages are built for amd64
+	// whatever platform the test itself runs on.
+	build := func(pkgs ...string) string {
+		args := append([]string{"build", "-o", os.DevNull, "-gcflags=-m"}, pkgs...)
+		cmd := exec.CommandContext(t.Context(), goTool, args...)
+		cmd.Dir = ".."
+		cmd.Env = append(os.Environ(), "GOARCH=amd64")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return string(out)
+	}
+	lib := build("./atomicsem", "./token")
+	for _, fact := range []string{
+		"can inline (*Semaphore).acquireFast",
+		"can inline (*Semaphore).releaseFast",
+		"can inline (*Token).Release",
+		"can inline (*Token).Forget",
+	} {
+		require.Contains(t, lib, fact)
+	}
+	require.True(t, hasLine(lib, "atomicsem/dispatch.go", "inlining call to state.Word.Release"),
+		"releaseLocked no longer inlines state.Word.Release")
+	require.True(t, hasLine(lib, "atomicsem/acquire.go", "inlining call to (*Semaphore).acquireFast"),
+		"Acquire and TryAcquire no longer inline acquireFast")
+	require.True(t, hasLine(lib, "atomicsem/release.go", "inlining call to (*Semaphore).releaseFast"),
+		"the token owners no longer inline releaseFast")
+
+	caller := build("./atomicsem/testdata/caller")
+	require.Contains(t, caller, "inlining call to token.(*Token).Release",
+		"a caller that imports atomicsem alone no longer inlines Release")
+	require.Contains(t, caller, "inlining call to token.(*Token).Forget",
+		"a caller that imports atomicsem alone no longer inlines Forget")
 }
 
-func startHelper(t *testing.T, f func()) *helper {
-	t.Helper()
-	h := &helper{kicks: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(h.done)
-		for range h.kicks {
-			f()
+// hasLine reports whether out has a line from file that contains fact.
+func hasLine(out, file, fact string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, file) && strings.Contains(line, fact) {
+			return true
 		}
-	}()
-	return h
-}
-
-// kick starts one run of f; it returns once the helper has received it.
-func (h *helper) kick() { h.kicks <- struct{}{} }
-
-// stop ends the helper and waits for it.
-func (h *helper) stop() {
-	close(h.kicks)
-	<-h.done
-}
-
-// waitParked waits until an Acquire is parked on s.
-func waitParked(s *atomicsem.Semaphore) {
-	for s.Stats().Waiters == 0 {
-		runtime.Gosched()
 	}
-}
-
-// skipUnderRace skips an allocation check in a -race build, whose
-// instrumentation allocates on its own.
-func skipUnderRace(t *testing.T) {
-	t.Helper()
-	if allocRaceBuild {
-		t.Skip("allocation counts are not meaningful under -race")
-	}
+	return false
 }

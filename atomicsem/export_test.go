@@ -75,3 +75,9 @@ func ForceSpinning() (restore func()) {
 	multicore = true
 	return func() { multicore = old }
 }
+
+// QueueState returns the word's queue state, by name: "empty", "queued",
+// "eligible" or "starving", without the queue lock.
+func QueueState(s *Semaphore) string {
+	return [...]string{"empty", "queued", "eligible", "starving"}[s.load().Queue()]
+}

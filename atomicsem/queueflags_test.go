@@ -1,5 +1,9 @@
 package atomicsem_test
 
+// The queue state in the word follows the queue: arrivals are held back
+// exactly while a queued waiter fits under the limit. Also the paths that
+// take no lock beside queued waiters, and the free list of waiter records.
+
 import (
 	"context"
 	"fmt"
@@ -12,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/token"
 )
 
 // Bug shape: only a queued waiter that fits under the limit holds back
@@ -138,6 +143,51 @@ func TestReleaseOnTopOfFreePermitsServesTheWaitersBehindTheFront(t *testing.T) {
 	})
 }
 
+// Bug shape: the semaphore remembers the smallest queued request so that it
+// need not walk the queue to learn whether any waiter fits under the limit.
+// When the waiter that made it leaves, a stale memory either holds back
+// arrivals that only oversized waiters stand before, or lets them overtake a
+// waiter that fits.
+func TestSmallestQueuedRequestIsFoundAgainAfterItLeaves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 4, 8)
+		var held []*token.Token
+		for range 4 {
+			held = append(held, mustTake(t, s, 1))
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		small := park(t, s, ctx, 2)
+		large := park(t, s, t.Context(), 3)
+
+		// The smallest request leaves; the one left fits the limit of 4
+		// but not the one free permit, so it holds back newcomers.
+		cancel()
+		synctest.Wait()
+		require.ErrorIs(t, small.err, context.Canceled)
+		held[0].Release()
+		_, ok := s.TryAcquire(1)
+		require.False(t, ok, "a newcomer overtook a waiter that fits the limit")
+
+		// Under a limit of 2 the waiter for 3 cannot be served and must not
+		// hold back anyone.
+		require.NoError(t, s.SetLimit(2))
+		for _, h := range held[1:] {
+			h.Release()
+		}
+		tok, ok := s.TryAcquire(1)
+		require.True(t, ok, "an oversized waiter held back a newcomer: %+v", s.Stats())
+		tok.Release()
+		require.False(t, large.returned())
+
+		// It kept its place: raising the limit serves it.
+		require.NoError(t, s.SetLimit(4))
+		synctest.Wait()
+		requireGranted(t, large, 3)
+		large.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 4, Held: 0, Limit: 4, Max: 8}, s.Stats())
+	})
+}
+
 // The queue flags stay exact under a random concurrent mix of every
 // operation, including requests above the limit, cancellations and limit
 // changes in both directions. A checker takes the queue lock now and then
@@ -181,34 +231,6 @@ func TestQueueFlagsStayExactUnderConcurrentChurn(t *testing.T) {
 	})
 }
 
-// churn acquires, holds briefly, and releases or forgets, with random
-// requests up to one above the ceiling's half and random deadlines, until
-// ctx is done.
-func churn(ctx context.Context, s *atomicsem.Semaphore, seed uint64) {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	for ctx.Err() == nil {
-		n := 1 + rng.Int64N(5)
-		actx, cancel := context.WithTimeout(ctx, time.Duration(rng.IntN(200))*time.Microsecond)
-		tok, err := s.Acquire(actx, n)
-		cancel()
-		if err != nil {
-			continue
-		}
-		time.Sleep(time.Duration(rng.IntN(50)) * time.Microsecond)
-		if rng.IntN(8) == 0 {
-			tok.Forget()
-			s.TryRelease(n)
-		} else {
-			tok.Release()
-		}
-	}
-}
-
-func requireQueueFlags(t *testing.T, s *atomicsem.Semaphore) {
-	t.Helper()
-	require.Empty(t, atomicsem.QueueFlagsError(s), fmt.Sprintf("%+v", s.Stats()))
-}
-
 // Waiters that ask for more than the limit set only the queued flag, which
 // neither the fast paths nor a token's Release look at: with such a waiter
 // parked and the queue lock held elsewhere, Acquire, TryAcquire (taking and
@@ -219,7 +241,7 @@ func TestFastPathsBesideOversizedWaitersTakeNoLock(t *testing.T) {
 		s := mustNew(t, 2, 8, opts...)
 		ctx, cancel := context.WithCancel(t.Context())
 		oversized := goAcquire(ctx, s, 3)
-		require.Eventually(t, func() bool { return s.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+		awaitWaiters(s, 1)
 
 		unlock := atomicsem.LockQueue(s)
 		done := make(chan error, 1)
@@ -266,7 +288,7 @@ func TestEndingParkedGrantsDoesNotWaitForTheLock(t *testing.T) {
 		s := mustNew(t, 2, 2, opts...)
 		a, b := mustTake(t, s, 1), mustTake(t, s, 1)
 		pa, pb := goAcquire(t.Context(), s, 1), goAcquire(t.Context(), s, 1)
-		require.Eventually(t, func() bool { return s.Stats().Waiters == 2 }, 10*time.Second, time.Millisecond)
+		awaitWaiters(s, 2)
 		a.Release()
 		b.Release()
 		for _, p := range []*pendingAcquire{pa, pb} {
@@ -291,7 +313,7 @@ func TestEndingParkedGrantsDoesNotWaitForTheLock(t *testing.T) {
 		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 2}, s.Stats())
 		require.Empty(t, atomicsem.FreeListError(s))
 
-		grantedByHandOff(t, s).tok.Release()
+		grantedByHandOff(t, s, 1).tok.Release()
 		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 2}, s.Stats())
 		require.Empty(t, atomicsem.FreeListError(s))
 	})
@@ -305,25 +327,10 @@ func TestParkedGrantReturnsItsRecordOnce(t *testing.T) {
 	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
 		s := mustNew(t, 1, 1, opts...)
 		for range 3 {
-			p := grantedByHandOff(t, s)
+			p := grantedByHandOff(t, s, 1)
 			require.Empty(t, atomicsem.FreeListError(s), "while the granted token is live")
 			p.tok.Release()
 			require.Empty(t, atomicsem.FreeListError(s), "after the granted token's Release")
 		}
 	})
-}
-
-// grantedByHandOff takes one of s's permits, parks an Acquire of one
-// behind it, and releases the holder, so that the parked Acquire is
-// granted its permit by hand-off; it returns that Acquire, returned. s must
-// have exactly one permit free and nobody queued.
-func grantedByHandOff(t *testing.T, s *atomicsem.Semaphore) *pendingAcquire {
-	t.Helper()
-	holder := mustTake(t, s, 1)
-	p := goAcquire(t.Context(), s, 1)
-	require.Eventually(t, func() bool { return s.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
-	holder.Release()
-	<-p.done
-	require.NoError(t, p.err)
-	return p
 }

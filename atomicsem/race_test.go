@@ -2,14 +2,15 @@ package atomicsem_test
 
 // Races between a semaphore's calls, as outcome tables: each test runs one
 // small race many times. The actors end tokens too, each its own token (a
-// token is not for concurrent use), racing the calls that move the limit. An iteration builds a fresh semaphore, starts the actors behind a
-// start gate, waits for them all, and names the outcome it can observe
-// (which calls succeeded or panicked, the final Stats). The outcomes are
-// counted in a table; every outcome must be one that some sequential order
-// of the same calls produces, computed from the reference model in
-// internal/model, so a forbidden outcome fails the test with the table.
+// token is not for concurrent use), racing the calls that move the limit.
+// An iteration builds a fresh semaphore, starts the actors behind a start
+// gate, waits for them all, and names the outcome it can observe (which
+// calls succeeded or panicked, the final Stats). The outcomes are counted in
+// a table; every outcome must be one that some sequential order of the same
+// calls produces, computed from the reference model in internal/model, so a
+// forbidden outcome fails the test with the table.
 //
-// Built with -tags atomicsem_hooks, race_hooks_test.go makes every hook
+// Built with -tags atomicsem_hooks, helpers_hooks_test.go makes every hook
 // site yield at random, which shakes out interleavings that the plain build
 // reaches rarely.
 
@@ -20,7 +21,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -38,7 +38,7 @@ import (
 var raceIters = flag.Int("race.iters", 0,
 	"iterations of each token race; 0 means 100000, or 20000 under -race, or 2000 with -short")
 
-// installRaceHook, when set (by race_hooks_test.go in the hooks build),
+// installRaceHook, when set (by helpers_hooks_test.go in the hooks build),
 // installs a hook that perturbs the races and returns a function that
 // removes it.
 var installRaceHook func() (restore func())
@@ -50,26 +50,12 @@ func iterations() int {
 		return *raceIters
 	case testing.Short():
 		return 2000
-	case raceDetector():
+	case raceEnabled:
 		// The race detector slows each iteration about tenfold; this keeps
 		// the default run of all races within a minute on two cores.
 		return 20000
 	}
 	return 100000
-}
-
-// raceDetector reports whether the test binary was built with -race.
-func raceDetector() bool {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range info.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
 }
 
 // race runs the actors concurrently and returns what each did: "ok", or
@@ -170,8 +156,6 @@ func allowedOutcomes(init world, steps ...step) []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// Model steps for the actors the races use.
-
 func releaseStep(tok int, n int64) step {
 	return func(w *world) string {
 		if w.spent[tok] {
@@ -230,7 +214,7 @@ func runRace(t *testing.T, allowed []string, iterate func(t *testing.T) string) 
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d iterations in %v (hooks: %t, race detector: %t)\n",
-		n, time.Since(began).Round(time.Millisecond), installRaceHook != nil, raceDetector())
+		n, time.Since(began).Round(time.Millisecond), installRaceHook != nil, raceEnabled)
 	var forbidden []string
 	for _, o := range slices.Sorted(maps.Keys(table)) {
 		mark := "allowed  "
@@ -331,59 +315,71 @@ func TestRaceCancelAgainstGrant(t *testing.T) {
 		"first=context canceled second=ok | avail=0 held=1 limit=1 waiters=0 closed=false",
 	}
 	runRace(t, allowed, func(t *testing.T) string {
-		s := mustNew(t, 1, 1)
-		held := mustTake(t, s, 1)
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		first := goAcquire(ctx, s, 1)
-		waitWaiters(s, 1)
-		second := goAcquire(t.Context(), s, 1)
-		waitWaiters(s, 2)
-
-		race(
-			func() string { cancel(); return "ok" },
-			func() string { held.Release(); return "ok" },
-		)
-		secondState := "parked"
-		<-first.done
-		if first.err != nil && !waitDone(second, 5*time.Second) {
-			secondState = "parked (lost wake-up)"
-		}
-		if second.returned() {
-			secondState = errResult(second.err)
-		}
-		o := fmt.Sprintf("first=%s second=%s", errResult(first.err), secondState)
-		o = outcome([]string{o}, s.Stats())
-
-		// Leave nothing parked: release whatever was granted, and close
-		// the semaphore if a permit was lost.
-		if first.err == nil {
-			first.tok.Release()
-		}
-		if !waitDone(second, 5*time.Second) {
-			s.Close()
-			<-second.done
-		}
-		if second.err == nil {
-			second.tok.Release()
-		}
-		return o
+		return cancelAndRelease(t, mustNew(t, 1, 1), func(cancel, release func()) {
+			race(
+				func() string { cancel(); return "ok" },
+				func() string { release(); return "ok" },
+			)
+		})
 	})
 }
 
-// waitWaiters waits until n Acquire calls are queued on s.
-func waitWaiters(s *atomicsem.Semaphore, n int) {
-	for s.Stats().Waiters < n {
-		runtime.Gosched()
-	}
+// A parked waiter's cancellation, then the release that would grant it,
+// in that order, with a second waiter behind it (the order x/sync's
+// TestWeightedAcquireCanceled checks): the first waiter may notice its ctx
+// before or after the grant, but a done ctx wins either way, so it returns
+// ctx.Err() and the permit reaches the second waiter.
+func TestRaceCancelThenGrant(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		allowed := []string{
+			"first=context canceled second=ok | avail=0 held=1 limit=1 waiters=0 closed=false",
+		}
+		runRace(t, allowed, func(t *testing.T) string {
+			return cancelAndRelease(t, mustNew(t, 1, 1, opts...), func(cancel, release func()) {
+				cancel()
+				release()
+			})
+		})
+	})
 }
 
-// waitDone reports whether p returns within d.
-func waitDone(p *pendingAcquire, d time.Duration) bool {
-	select {
-	case <-p.done:
-		return true
-	case <-time.After(d):
-		return false
+// cancelAndRelease is one iteration of the cancellation races on s, a
+// semaphore of one permit: with the permit held, a first waiter parks, a
+// second parks behind it, and act cancels the first waiter's ctx and
+// releases the permit, in the order or the race it stages. It returns the
+// outcome: what each waiter got (a second waiter that the permit never
+// reaches shows as a lost wake-up) and the final Stats. It leaves nothing
+// parked: it releases whatever was granted, and closes s if a permit
+// reached nobody.
+func cancelAndRelease(t *testing.T, s *atomicsem.Semaphore, act func(cancel, release func())) string {
+	held := mustTake(t, s, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	first := goAcquire(ctx, s, 1)
+	awaitWaiters(s, 1)
+	second := goAcquire(t.Context(), s, 1)
+	awaitWaiters(s, 2)
+
+	act(cancel, held.Release)
+	<-first.done
+	secondState := "parked"
+	if first.err != nil && !second.returnsWithin(5*time.Second) {
+		secondState = "parked (lost wake-up)"
 	}
+	if second.returned() {
+		secondState = errResult(second.err)
+	}
+	o := outcome([]string{fmt.Sprintf("first=%s second=%s", errResult(first.err), secondState)}, s.Stats())
+
+	if first.err == nil {
+		first.tok.Release()
+	}
+	if !second.returnsWithin(5 * time.Second) {
+		s.Close()
+		<-second.done
+	}
+	if second.err == nil {
+		second.tok.Release()
+	}
+	return o
 }

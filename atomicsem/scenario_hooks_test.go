@@ -9,7 +9,7 @@ package atomicsem_test
 
 import (
 	"context"
-	"slices"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,94 +21,6 @@ import (
 	"github.com/atomicsem/atomicsem/internal/hook"
 	"github.com/atomicsem/atomicsem/token"
 )
-
-// stopper blocks the goroutines that reach chosen hook sites: each stop is
-// announced on stopped, one at a time, and lasts until the test resumes that
-// goroutine. Its channels are made in the bubble, so a stopped goroutine is
-// durably blocked.
-type stopper struct {
-	stopped chan stop
-	held    []chan struct{} // the stops waitStop returned and not yet resumed, oldest first
-}
-
-type stop struct {
-	site   hook.Site
-	resume chan struct{}
-}
-
-// installStopper installs a hook that stops the goroutine at a site when
-// stopAt(site) says so, and removes it when the test ends. stopAt is called
-// by whichever goroutine reaches a site and must be safe for that.
-func installStopper(t *testing.T, stopAt func(hook.Site) bool) *stopper {
-	st := &stopper{stopped: make(chan stop)}
-	restore := hook.Set(func(site hook.Site) {
-		if stopAt(site) {
-			resume := make(chan struct{})
-			st.stopped <- stop{site, resume}
-			<-resume
-		}
-	})
-	t.Cleanup(restore)
-	return st
-}
-
-// waitStop returns once a goroutine is stopped, at the site it names.
-func (st *stopper) waitStop() hook.Site {
-	s := <-st.stopped
-	st.held = append(st.held, s.resume)
-	return s.site
-}
-
-// waitStopUnless is waitStop, unless done is closed first: then it reports
-// false, for a goroutine that finished without reaching the site.
-func (st *stopper) waitStopUnless(done <-chan struct{}) (hook.Site, bool) {
-	select {
-	case s := <-st.stopped:
-		st.held = append(st.held, s.resume)
-		return s.site, true
-	case <-done:
-		return 0, false
-	}
-}
-
-// stopAtDispatchCAS installs a stopper that stops the first n word changes
-// (BeforeCAS) from the moment a dispatch begins, whichever goroutine makes
-// them.
-func stopAtDispatchCAS(t *testing.T, n int32) *stopper {
-	var dispatching atomic.Bool
-	var stops atomic.Int32
-	return installStopper(t, func(site hook.Site) bool {
-		switch site {
-		case hook.BeforeDispatch:
-			dispatching.Store(true)
-		case hook.BeforeCAS:
-			return dispatching.Load() && stops.Inc() <= n
-		}
-		return false
-	})
-}
-
-// goRelease releases tok in a goroutine of its own, for a release that the
-// test stops at a hook site, and returns a channel closed once Release has
-// returned.
-func goRelease(tok *token.Token) <-chan struct{} {
-	released := make(chan struct{})
-	go func() {
-		defer close(released)
-		tok.Release()
-	}()
-	return released
-}
-
-// resume lets the goroutine stopped longest go on.
-func (st *stopper) resume() { st.resumeAt(0) }
-
-// resumeAt lets the i-th of the stopped goroutines go on, counting from the
-// one stopped longest.
-func (st *stopper) resumeAt(i int) {
-	close(st.held[i])
-	st.held = slices.Delete(st.held, i, i+1)
-}
 
 // Bug shape (golang/go#63615): a grant that races the waiter's cancellation.
 // The waiter's context is cancelled while the releasing goroutine, holding
@@ -305,33 +217,23 @@ func TestScenarioClosedFlagSurvivesRacingCAS(t *testing.T) {
 	}
 }
 
-// stopWakeUps stops every parked Acquire as it wakes (at AfterWake) until
-// the returned function is called.
-func stopWakeUps(t *testing.T) (st *stopper, stopNoMore func()) {
-	var stopping atomic.Bool
-	stopping.Store(true)
-	st = installStopper(t, func(site hook.Site) bool {
-		return site == hook.AfterWake && stopping.Load()
-	})
-	return st, func() { stopping.Store(false) }
-}
-
 // Bug shape: in barging mode a release wakes parked waiters to compete for
 // the permits, and an arrival may take them first; the waiters that lose go
-// back to the queue. Each went back to the front, so two that lost in
-// arrival order came back reversed, and the next release served the younger
+// back to the queue. A loser that goes back to the front reverses two that
+// lose in arrival order, and the next release then serves the younger
 // first, against the promise that parked waiters keep FIFO order among
 // themselves. Each loser must go back to its place by arrival, whichever
 // settles first.
 func TestScenarioBargingLosersRequeueInArrivalOrder(t *testing.T) {
-	for _, tc := range []struct {
+	tests := []struct {
 		name        string
 		settleFirst int // 0: the older waiter, 1: the younger
 	}{
 		{"older settles first", 0},
 		{"younger settles first", 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := mustNew(t, 2, 2, atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour))
 				h1, h2 := mustTake(t, s, 1), mustTake(t, s, 1)
@@ -350,12 +252,12 @@ func TestScenarioBargingLosersRequeueInArrivalOrder(t *testing.T) {
 				// An arrival takes both permits; both woken waiters lose.
 				b1, b2 := mustTake(t, s, 1), mustTake(t, s, 1)
 				stopNoMore()
-				st.resumeAt(tc.settleFirst)
+				st.resumeAt(tt.settleFirst)
 				synctest.Wait()
 				st.resume()
 				synctest.Wait()
 				requireReturned(t, waiters)
-				require.Equal(t, 2, s.Stats().Waiters)
+				require.Equal(t, atomicsem.Stats{Available: 0, Held: 2, Limit: 2, Max: 2, Waiters: 2}, s.Stats())
 
 				b1.Release()
 				synctest.Wait()
@@ -426,9 +328,9 @@ func TestScenarioEligibleWordIsWrittenOnlyUnderTheLock(t *testing.T) {
 	s := mustNew(t, 2, 4)
 	a, b := mustTake(t, s, 1), mustTake(t, s, 1)
 	first := goAcquire(t.Context(), s, 1)
-	require.Eventually(t, func() bool { return s.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+	awaitWaiters(s, 1)
 	second := goAcquire(t.Context(), s, 1)
-	require.Eventually(t, func() bool { return s.Stats().Waiters == 2 }, 10*time.Second, time.Millisecond)
+	awaitWaiters(s, 2)
 	before := atomicsem.WordStats(s)
 	require.Equal(t, atomicsem.Stats{Available: 0, Held: 2, Limit: 2, Max: 4}, before)
 
@@ -473,14 +375,15 @@ func TestScenarioEligibleWordIsWrittenOnlyUnderTheLock(t *testing.T) {
 	first.tok.Release()
 	second.tok.Release()
 	require.Equal(t, atomicsem.Stats{Available: 3, Held: 0, Limit: 3, Max: 4}, s.Stats())
-	require.Empty(t, atomicsem.QueueFlagsError(s))
+	requireQueueFlags(t, s)
 }
 
 // Bug shape: a barging arrival that finds the permits taken goes straight
 // to the queue lock, and from there to the queue, although the permits come
 // back a moment later on another core: with two Ps contending at limit 1,
-// an acquire then cost twice as much. It must spin first, and take permits
-// that come free meanwhile without the lock. The test holds the queue lock
+// most acquires then pay for the lock and a park where a short spin would
+// have found the permit. It must spin first, and take permits that come
+// free meanwhile without the lock. The test holds the queue lock
 // for the whole scenario, so an arrival that waits for the lock cannot
 // return; it runs outside a synctest bubble, in which a goroutine blocked
 // on a sync.Mutex would stall synctest.Wait.
@@ -521,4 +424,161 @@ func TestScenarioBargingArrivalSpinsForPermitsAboutToBeReleased(t *testing.T) {
 	requireGranted(t, arrival, 1)
 	arrival.tok.Release()
 	require.Equal(t, atomicsem.Stats{Available: 1, Held: 0, Limit: 1, Max: 1}, s.Stats())
+}
+
+// Bug shape (golang/go#63615, the order x/sync's TestWeightedAcquireCanceled
+// checks): the waiter's ctx is cancelled first, and the permits are granted
+// to it afterwards, by a release that ran before the waiter noticed the
+// cancellation. When the waiter runs, both its wake-up and ctx.Done are
+// ready, and a select that picks either returns a token in about half of
+// the rounds. A done ctx must win: Acquire returns ctx.Err() and the permits
+// go on to the next waiter, or back to the semaphore. Each round stops the
+// waiter after it has queued and before it waits, cancels, releases, and
+// lets it go on; twenty rounds leave a coin-flip fault one chance in a
+// million.
+func TestScenarioCancelThenGrantReturnsCtxErr(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   []atomicsem.Option
+		behind bool // a second waiter queues behind the cancelled one
+	}{
+		{name: "fifo dispatch grant", opts: nil},
+		{name: "fifo front hand-off", opts: nil, behind: true},
+		{name: "barging wake", opts: []atomicsem.Option{atomicsem.WithBarging()}},
+		{name: "barging wake with a waiter behind", opts: []atomicsem.Option{atomicsem.WithBarging()}, behind: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for round := range 20 {
+				t.Run(fmt.Sprint("round=", round), func(t *testing.T) {
+					synctest.Test(t, func(t *testing.T) {
+						s := mustNew(t, 1, 1, tt.opts...)
+						held := mustTake(t, s, 1)
+						ctx, cancel := context.WithCancel(t.Context())
+						st := stopFirstPark(t)
+						first := goAcquire(ctx, s, 1)
+						require.Equal(t, hook.BeforePark, st.waitStop())
+						var second *pendingAcquire
+						if tt.behind {
+							second = park(t, s, t.Context(), 1)
+						}
+
+						cancel()
+						held.Release() // grants first (FIFO) or wakes it (barging)
+						st.resume()
+						synctest.Wait()
+
+						require.True(t, first.returned())
+						require.ErrorIs(t, first.err, context.Canceled, "a token returned after its ctx was done")
+						require.Zero(t, first.tok.Permits())
+						if second != nil {
+							requireGranted(t, second, 1)
+							second.tok.Release()
+						}
+						require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+						requireQueueFlags(t, s)
+					})
+				})
+			}
+		})
+	}
+}
+
+// The same order on the barging path of a woken waiter that lost its race
+// and went back to the queue: its ctx is cancelled while it is requeued,
+// and the next release wakes it again before it notices. It must return
+// ctx.Err() and pass the wake-up on, not take the permits.
+func TestScenarioCancelThenWakeOfARequeuedWaiterReturnsCtxErr(t *testing.T) {
+	for round := range 20 {
+		t.Run(fmt.Sprint("round=", round), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := mustNew(t, 1, 1, atomicsem.WithBarging())
+				held := mustTake(t, s, 1)
+				ctx, cancel := context.WithCancel(t.Context())
+				first := park(t, s, ctx, 1)
+
+				// Wake first, let an arrival take the permit meanwhile, and
+				// stop first when it has queued again.
+				st := stopWakeThenRequeue(t)
+				held.Release()
+				require.Equal(t, hook.AfterWake, st.waitStop())
+				arrival := mustTake(t, s, 1)
+				st.resume()
+				require.Equal(t, hook.BeforePark, st.waitStop())
+				require.Equal(t, 1, s.Stats().Waiters, "the loser queues again")
+
+				cancel()
+				arrival.Release() // wakes first again
+				st.resume()
+				synctest.Wait()
+
+				require.True(t, first.returned())
+				require.ErrorIs(t, first.err, context.Canceled)
+				require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+				requireQueueFlags(t, s)
+			})
+		})
+	}
+}
+
+// Bug shape: a barging waiter that has waited past the starvation bound is
+// woken, loses the permit to an arrival, and goes back to the queue. If
+// going back does not turn the semaphore to hand-off, arrivals keep
+// taking the permits from under it for as long as they come. Requeued,
+// it must make the next release hand the permit to it, and TryAcquire
+// must refuse to barge meanwhile.
+func TestScenarioStarvedLoserTurnsTheSemaphoreToHandOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 1, 1, atomicsem.WithBarging())
+		held := mustTake(t, s, 1)
+		w := park(t, s, t.Context(), 1)
+		time.Sleep(2 * atomicsem.DefaultStarvationBound)
+
+		st := stopWakeThenRequeue(t)
+		held.Release() // wakes w to compete
+		require.Equal(t, hook.AfterWake, st.waitStop())
+		arrival := mustTake(t, s, 1) // and an arrival wins
+		st.resume()
+		require.Equal(t, hook.BeforePark, st.waitStop())
+		require.Equal(t, "starving", atomicsem.QueueState(s), "the starved loser must turn the semaphore to hand-off")
+
+		arrival.Release() // hands the permit to w
+		_, ok := s.TryAcquire(1)
+		require.False(t, ok, "an arrival barged past a waiter that waited past the bound")
+		st.resume()
+		synctest.Wait()
+		requireGranted(t, w, 1)
+		w.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+	})
+}
+
+// Bug shape: an arrival that saw the queue eligible without the lock, and
+// then, under the lock, queues behind it without looking again. If the
+// queue has emptied meanwhile and the permit come free, it queues with
+// nobody ahead of it and no release to come, and waits for ever beside a
+// free permit.
+func TestScenarioArrivalLooksAgainUnderTheLockBeforeQueueing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 1, 1)
+		held := mustTake(t, s, 1)
+		w := park(t, s, t.Context(), 1)
+
+		st := installStopper(t, func(site hook.Site) bool { return site == hook.BeforeQueue })
+		arrival := goAcquire(t.Context(), s, 1)
+		require.Equal(t, hook.BeforeQueue, st.waitStop())
+
+		held.Release() // grants w; the queue empties
+		synctest.Wait()
+		requireGranted(t, w, 1)
+		w.tok.Release() // the permit is free, nobody is queued
+		require.Equal(t, "empty", atomicsem.QueueState(s))
+
+		st.resume()
+		synctest.Wait()
+		require.True(t, arrival.returned(), "the arrival parked beside a free permit: %+v", s.Stats())
+		requireGranted(t, arrival, 1)
+		arrival.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+	})
 }

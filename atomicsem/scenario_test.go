@@ -1,16 +1,16 @@
 package atomicsem_test
 
-// Deterministic scenarios. Each test runs inside a testing/synctest bubble,
-// where synctest.Wait returns only once every other goroutine of the bubble
-// is durably blocked, which for a parked Acquire means parked in its select.
-// So after each step the set of waiters that have returned is exact, not a
-// matter of timing. Each test guards one known shape of semaphore bug, named
-// in its comment. The scenarios that must stop a goroutine at an exact
-// point inside the semaphore use hooks and live in scenario_hooks_test.go.
+// Bug-shape scenarios: each test guards one known shape of semaphore bug,
+// named in its comment, with a fixed script of steps. Most run in a
+// testing/synctest bubble, where the set of waiters that have returned
+// after each step is exact rather than a matter of timing (see park); the
+// last two cross bubbles on purpose. The scenarios that must stop a
+// goroutine at an exact point inside the semaphore use hooks and live in
+// scenario_hooks_test.go.
 
 import (
 	"context"
-	"runtime"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,38 +20,6 @@ import (
 	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/token"
 )
-
-// park starts Acquire(ctx, n) and waits until it is parked, so that waiters
-// started one after the other queue in that order. It must run in a bubble.
-func park(t *testing.T, s *atomicsem.Semaphore, ctx context.Context, n int64) *pendingAcquire {
-	t.Helper()
-	before := s.Stats().Waiters
-	p := goAcquire(ctx, s, n)
-	synctest.Wait()
-	require.False(t, p.returned(), "Acquire(%d) should have parked", n)
-	require.Equal(t, before+1, s.Stats().Waiters, "Acquire(%d) should be queued", n)
-	return p
-}
-
-// requireReturned checks exactly which of ps have returned, by index.
-func requireReturned(t *testing.T, ps []*pendingAcquire, want ...int) {
-	t.Helper()
-	var got []int
-	for i, p := range ps {
-		if p.returned() {
-			got = append(got, i)
-		}
-	}
-	require.Equal(t, want, got, "indexes of the waiters that have returned")
-}
-
-// requireGranted checks that p returned a token for n permits.
-func requireGranted(t *testing.T, p *pendingAcquire, n int64) {
-	t.Helper()
-	require.True(t, p.returned())
-	require.NoError(t, p.err)
-	require.Equal(t, n, p.tok.Permits())
-}
 
 // Bug shape: a release that wakes the wrong waiter, wakes more or fewer than
 // the permits serve, or lets a newcomer take permits meant for the queue.
@@ -305,44 +273,6 @@ func TestScenarioUnthrottleAfterDebtWakesWaitersAtOnce(t *testing.T) {
 	})
 }
 
-// Bug shape: Close that leaves a waiter parked, grants it, or loses track of
-// the permits that tokens still hold.
-func TestScenarioCloseFailsEveryParkedWaiter(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := mustNew(t, 3, 4)
-		held := mustTake(t, s, 3)
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		ps := []*pendingAcquire{
-			park(t, s, t.Context(), 1),
-			park(t, s, ctx, 2),
-			park(t, s, t.Context(), 4), // above the limit, within the maximum
-		}
-
-		s.Close()
-		synctest.Wait()
-		requireReturned(t, ps, 0, 1, 2)
-		for _, p := range ps {
-			require.ErrorIs(t, p.err, atomicsem.ErrClosed)
-			require.Zero(t, p.tok.Permits())
-		}
-		closed := atomicsem.Stats{Available: 0, Held: 3, Limit: 3, Max: 4, Closed: true}
-		require.Equal(t, closed, s.Stats())
-
-		_, err := s.Acquire(t.Context(), 1)
-		require.ErrorIs(t, err, atomicsem.ErrClosed)
-		_, ok := s.TryAcquire(0)
-		require.False(t, ok)
-		require.False(t, s.TryRelease(1))
-		require.ErrorIs(t, s.SetLimit(2), atomicsem.ErrClosed)
-		s.Close()
-		require.Equal(t, closed, s.Stats())
-
-		held.Release()
-		require.Equal(t, atomicsem.Stats{Available: 3, Held: 0, Limit: 3, Max: 4, Closed: true}, s.Stats())
-	})
-}
-
 // Bug shape: over-release past the ceiling. TryRelease that checks only the
 // available count, not the limit with the held permits, lets the limit pass
 // the maximum once tokens come back.
@@ -407,8 +337,8 @@ func TestScenarioTryReleaseNeverPassesTheMaximum(t *testing.T) {
 
 // Bug shape: a channel made in one testing/synctest bubble reused from
 // another, or from outside any bubble, which the runtime treats as a fatal
-// error. Pooled waiter records once carried their event's channel across
-// bubbles, so the second test in a row that parked a waiter crashed.
+// error. A pooled waiter record that carries its event's channel across
+// bubbles makes the second test in a row that parks a waiter crash.
 func TestScenarioWaitersParkInSuccessiveBubbles(t *testing.T) {
 	parkAndGrant := func(t *testing.T, inBubble bool) {
 		s := mustNew(t, 0, 1)
@@ -416,9 +346,7 @@ func TestScenarioWaitersParkInSuccessiveBubbles(t *testing.T) {
 		if inBubble {
 			synctest.Wait()
 		}
-		for s.Stats().Waiters == 0 {
-			runtime.Gosched()
-		}
+		awaitWaiters(s, 1)
 		require.True(t, s.TryRelease(1))
 		<-p.done
 		requireGranted(t, p, 1)
@@ -430,4 +358,94 @@ func TestScenarioWaitersParkInSuccessiveBubbles(t *testing.T) {
 		})
 	}
 	t.Run("no bubble", func(t *testing.T) { parkAndGrant(t, false) })
+}
+
+// Bug shape: a semaphore shared by testing/synctest bubbles, as a
+// package-level limiter is. A waiter record recycled from one bubble
+// carries a channel made inside it; the next waiter to park on it from
+// outside, or from another bubble, crashes the process ("receive on
+// synctest channel from outside bubble"), and a record from outside parks
+// a bubbled waiter on a channel that does not count as durably blocking,
+// so the bubble's clock stops. One semaphore here goes through the
+// outside, two bubbles, the outside again and a bubble again, in both
+// modes, parking waiters (granted, timed out by the fake clock, released
+// with records recycled) and waiting for idle in each.
+func TestScenarioOneSemaphoreParksInsideAndOutsideBubbles(t *testing.T) {
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		s := mustNew(t, 1, 2, opts...)
+		// Each step parks three acquirers behind a held permit; each
+		// releases its permit once granted, so that the records of those
+		// granted by hand-off go back on the free list.
+		acquireAndRelease := func(ctx context.Context) *pendingAcquire {
+			p := &pendingAcquire{done: make(chan struct{})}
+			go func() {
+				defer close(p.done)
+				var tok token.Token
+				if tok, p.err = s.Acquire(ctx, 1); p.err == nil {
+					tok.Release()
+				}
+			}()
+			return p
+		}
+		outside := func(t *testing.T) {
+			held := mustTake(t, s, 1)
+			var ps []*pendingAcquire
+			for range 3 {
+				ps = append(ps, acquireAndRelease(t.Context()))
+			}
+			awaitWaiters(s, 3)
+			idle := goWaitIdle(t.Context(), s)
+			held.Release()
+			for _, p := range ps {
+				p.waitFor(t)
+				require.NoError(t, p.err)
+			}
+			select {
+			case err := <-idle:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("WaitIdle did not return after the last release")
+			}
+		}
+		inside := func(t *testing.T) {
+			// A waiter parked on a channel made outside the bubble is not
+			// durably blocked, and synctest.Wait then waits for ever;
+			// fail the run rather than hang it.
+			watchdog := time.AfterFunc(20*time.Second, func() {
+				panic("a synctest bubble is stuck: is a waiter parked on a channel made outside it?")
+			})
+			defer watchdog.Stop()
+			synctest.Test(t, func(t *testing.T) {
+				held := mustTake(t, s, 1)
+				var ps []*pendingAcquire
+				for range 3 {
+					ps = append(ps, acquireAndRelease(t.Context()))
+				}
+				synctest.Wait()
+				require.Equal(t, atomicsem.Stats{Available: 0, Held: 1, Limit: 1, Max: 2, Waiters: 3}, s.Stats())
+				// Only durably blocked waiters let the fake clock run to
+				// this deadline.
+				ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+				defer cancel()
+				timedOut := park(t, s, ctx, 1)
+				time.Sleep(time.Hour)
+				synctest.Wait()
+				require.ErrorIs(t, timedOut.err, context.DeadlineExceeded)
+
+				idle := goWaitIdle(t.Context(), s)
+				held.Release()
+				synctest.Wait()
+				for _, p := range ps {
+					require.True(t, p.returned())
+					require.NoError(t, p.err)
+				}
+				require.NoError(t, <-idle)
+			})
+		}
+		for i, step := range []func(*testing.T){outside, inside, inside, outside, inside, outside} {
+			t.Run(fmt.Sprint("step=", i), step)
+			require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 2}, s.Stats())
+		}
+		require.Empty(t, atomicsem.FreeListError(s))
+	})
 }

@@ -1,12 +1,28 @@
 module github.com/atomicsem/atomicsem/bench
 
-go 1.25
+go 1.26.0
 
 replace github.com/atomicsem/atomicsem => ../
 
 require (
 	github.com/atomicsem/atomicsem v0.0.0-00010101000000-000000000000
+	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/juju/ratelimit v1.0.2
+	github.com/sourcegraph/conc v0.3.0
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
+	go.uber.org/ratelimit v0.3.1
+	golang.org/x/image v0.48.0
 	golang.org/x/sync v0.19.0
+	golang.org/x/time v0.15.0
 )
 
-require go.uber.org/atomic v1.12.0 // indirect
+require (
+	github.com/benbjohnson/clock v1.3.0 // indirect
+	github.com/bits-and-blooms/bitset v1.24.4 // indirect
+	github.com/influxdata/tdigest v0.0.1 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	go.uber.org/multierr v1.9.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)

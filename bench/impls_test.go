@@ -48,7 +48,7 @@ type held struct {
 	tok   token.Token // atomicsem's, tokencas's and wordcas's token
 	n     int64       // the others' count
 	park  *parkWaiter // floorpark's record, from its grant to its release
-	guard floorGuard  // floorguard's and floorparkguard's flag
+	guard floorGuard  // floorparkword's flag
 	_     [128 - 56]byte
 }
 
@@ -67,7 +67,7 @@ var impls = map[string]impl{
 	"atomicsem-barging": {"atomicsem-barging", func(limit, max int64) sem {
 		return newAtomicsem(limit, max, atomicsem.WithBarging())
 	}},
-	"xsync": {"xsync", func(limit, _ int64) sem {
+	"xsyncsem": {"xsyncsem", func(limit, _ int64) sem {
 		return xsyncSem{semaphore.NewWeighted(limit)}
 	}},
 	"chan": {"chan", func(limit, _ int64) sem {
@@ -83,11 +83,6 @@ var impls = map[string]impl{
 		f.v.Store(limit)
 		return f
 	}},
-	"floorguard": {"floorguard", func(limit, _ int64) sem {
-		f := &floorGuardSem{}
-		f.v.Store(limit)
-		return f
-	}},
 	"floorcas": {"floorcas", func(limit, _ int64) sem {
 		f := &floorCASSem{}
 		f.v.Store(limit)
@@ -96,16 +91,13 @@ var impls = map[string]impl{
 	"floorpark": {"floorpark", func(limit, _ int64) sem {
 		return &floorParkSem{count: limit}
 	}},
-	"floorparkguard": {"floorparkguard", func(limit, _ int64) sem {
-		return &floorParkGuardSem{floorParkSem{count: limit}}
-	}},
 	"floorparkword": {"floorparkword", func(limit, _ int64) sem {
 		f := &floorParkWordSem{}
 		f.word.Store(limit << 1)
 		return f
 	}},
-	// tokencas and wordcas take TryAcquire+Release apart: see
-	// BenchmarkUncontended.
+	// tokencas and wordcas build up from floorcas towards atomicsem's fast
+	// paths (tokencas_test.go).
 	"tokencas": {"tokencas", func(limit, _ int64) sem {
 		return tokenCASSem{newTokenCAS(limit)}
 	}},
@@ -169,7 +161,8 @@ func (a atomicsemSem) setLimit(limit int64) {
 
 func (a atomicsemSem) waiters() int { return a.s.Stats().Waiters }
 
-// xsyncSem is golang.org/x/sync/semaphore.Weighted, the usual choice.
+// xsyncSem is golang.org/x/sync/semaphore.Weighted, the usual choice. Its
+// impl name is xsyncsem, not to be confused with github.com/puzpuzpuz/xsync.
 type xsyncSem struct{ w *semaphore.Weighted }
 
 func (x xsyncSem) acquire(ctx context.Context, n int64, h *held) error {
@@ -350,16 +343,9 @@ func (f *floorCASSem) release(h *held) {
 	}
 }
 
-// floorGuardSem is floorSem plus what a guard that refuses a second release
-// costs at the least: a flag per acquire, written fresh when the permits are
-// taken, checked and set when they are returned. token.Token's guard is such
-// a flag, so this is the floor for any one-word semaphore that hands out
-// guards like it.
-type floorGuardSem struct{ floorSem }
-
-// floorGuard is the guard of floorguard, floorparkguard and floorparkword: a
-// plain flag, as token.Token's is, since a guard belongs to one goroutine at
-// a time. It is reset by assigning a fresh value, as a new token.Token is.
+// floorGuard is floorparkword's guard: a plain flag, written fresh when the
+// permits are taken and checked and set when they are returned, as
+// token.Token's is, since a guard belongs to one goroutine at a time.
 type floorGuard struct{ spent bool }
 
 // end marks the guard spent; it panics, naming the floor, if it was already.
@@ -368,25 +354,6 @@ func (g *floorGuard) end(floor string) {
 		panic(floor + ": released twice")
 	}
 	g.spent = true
-}
-
-func (f *floorGuardSem) acquire(ctx context.Context, n int64, h *held) error {
-	err := f.floorSem.acquire(ctx, n, h)
-	h.guard = floorGuard{}
-	return err
-}
-
-func (f *floorGuardSem) tryAcquire(n int64, h *held) bool {
-	if !f.floorSem.tryAcquire(n, h) {
-		return false
-	}
-	h.guard = floorGuard{}
-	return true
-}
-
-func (f *floorGuardSem) release(h *held) {
-	h.guard.end("floorguard")
-	f.floorSem.release(h)
 }
 
 // floorParkSem is the least any FIFO semaphore that parks each waiter on a
@@ -564,36 +531,11 @@ func (f *parkQueue) unlinkLocked(w *parkWaiter) {
 	w.prev, w.next, w.queued = nil, nil, false
 }
 
-// floorParkGuardSem is floorpark with the two things any semaphore with
-// atomicsem's API adds to it at the least: the token's guard (floorguard's
-// flag, written fresh by the acquire, checked and set by the release), and
-// a call that the caller does not inline, in which the waiter parks and
-// through which it returns when woken, as it does through a library's
-// Acquire.
-// floorpark's own acquire parks in the adapter that the harness calls.
-type floorParkGuardSem struct{ floorParkSem }
-
-func (f *floorParkGuardSem) acquire(ctx context.Context, n int64, h *held) error {
-	err := f.floorParkSem.acquire(ctx, n, h) // too large to inline: a call
-	h.guard = floorGuard{}
-	return err
-}
-
-func (f *floorParkGuardSem) tryAcquire(n int64, h *held) bool {
-	if !f.floorParkSem.tryAcquire(n, h) {
-		return false
-	}
-	h.guard = floorGuard{}
-	return true
-}
-
-func (f *floorParkGuardSem) release(h *held) {
-	h.guard.end("floorparkguard")
-	f.floorParkSem.release(h)
-}
-
-// floorParkWordSem is floorparkguard with what lets atomicsem's arrivals
-// and releases pass the lock by while nobody is queued: the free count lives
+// floorParkWordSem is floorpark with the token's guard, with its acquire
+// one call further down (the waiter parks inside a function that the
+// adapter calls and returns through it when woken, as it does through a
+// library's Acquire), and with what lets atomicsem's arrivals and releases
+// pass the lock by while nobody is queued: the free count lives
 // in an atomic word beside a queued flag, and an acquire or a release first
 // tries one CAS on the word, taking the lock only when the flag is set (or,
 // for an acquire, the permits are short). The flag is set under the lock
@@ -614,7 +556,7 @@ type floorParkWordSem struct {
 const wordQueued = 1
 
 func (f *floorParkWordSem) acquire(ctx context.Context, n int64, h *held) error {
-	err := f.take(ctx, n, h) // too large to inline: a call, as floorparkguard's
+	err := f.take(ctx, n, h) // too large to inline: a call, as Acquire is
 	h.guard = floorGuard{}
 	return err
 }
@@ -651,9 +593,9 @@ func (f *floorParkWordSem) take(ctx context.Context, n int64, h *held) error {
 	w := f.parkLocked(n)
 	f.mu.Unlock()
 	// The wait is written out here, as in floorpark, not shared through a
-	// function: a woken goroutine pays for each frame it returns through
-	// (docs/benchmarks.md, optimisation 9), and a floor must not pay for a
-	// frame that atomicsem's Acquire does not have.
+	// function: a woken goroutine pays for each frame it returns through,
+	// since its stack and return addresses are cold after the switch, and a
+	// floor must not pay for a frame that atomicsem's Acquire does not have.
 	if done == nil {
 		<-w.ready
 		h.park = w

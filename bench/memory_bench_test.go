@@ -63,7 +63,7 @@ func BenchmarkParkedMemory(b *testing.B) {
 var structSize = map[string]uintptr{
 	"atomicsem":         unsafe.Sizeof(atomicsem.Semaphore{}),
 	"atomicsem-barging": unsafe.Sizeof(atomicsem.Semaphore{}),
-	"xsync":             unsafe.Sizeof(semaphore.Weighted{}),
+	"xsyncsem":          unsafe.Sizeof(semaphore.Weighted{}),
 	"mutex":             unsafe.Sizeof(condSem{}),
 	"floorpark":         unsafe.Sizeof(floorParkSem{}),
 }

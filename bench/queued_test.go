@@ -30,7 +30,7 @@ func TestRunQueuedParksEveryAcquire(t *testing.T) {
 		// A buffered channel is FIFO for single permits only.
 		{"contended/limit=1", queued{limit: 1, perP: 64, maxWeight: 1}, []string{"atomicsem", "chan", "floorpark", "floorparkword"}},
 		{"contended/limit=4", queued{limit: 4, perP: 64, maxWeight: 1}, []string{"atomicsem", "chan", "floorpark", "floorparkword"}},
-		{"weighted/limit=16", queued{limit: 16, perP: 8, maxWeight: 8}, []string{"atomicsem", "xsync", "floorpark"}},
+		{"weighted/limit=16", queued{limit: 16, perP: 8, maxWeight: 8}, []string{"atomicsem", "xsyncsem", "floorpark"}},
 	} {
 		for _, im := range pick(c.impls...) {
 			t.Run(fmt.Sprintf("%s/impl=%s", c.name, im.name), func(t *testing.T) {

@@ -1,54 +1,178 @@
 #!/usr/bin/env bash
-# run.sh runs the benchmark suite and prints benchstat tables, one column per
-# implementation, and the table of performance targets.
+# run.sh runs the benchmark suite and writes the files docs/benchmarks.md
+# quotes: for each group, the raw results to bench/results/GROUP.txt and
+# benchstat's tables to bench/results/GROUP.benchstat.txt, each with the
+# machine, the Go version and the command at the top.
 #
-# Usage: bench/run.sh [benchmark regexp]
+# Usage: bench/run.sh [GROUP...]
+#
+# Groups (default: every group whose benchmarks are in the tree):
+#   core      atomicsem in both modes beside golang.org/x/sync/semaphore, a
+#             buffered channel, a mutex+cond and the floors
+#   credit    package credit (BenchmarkCredit*)
+#   group     package group (BenchmarkGroup*)
+#   adaptive  package adaptive (BenchmarkAcquireRecord in bench/adaptive)
 #
 # Environment:
 #   COUNT      samples per benchmark (default 10)
-#   BENCHTIME  -benchtime of each sample (default 1s)
-#   OUT        directory for the raw results (default bench/out)
-#   CPU        -cpu list, e.g. 1,2,4,8,16 (default: GOMAXPROCS only)
+#   BENCHTIME  -benchtime of each sample (default 500ms)
+#   CPU        -cpu list, e.g. 1,2 (default: GOMAXPROCS only)
+#   RESULTS    directory for the results (default bench/results)
+#   TABLES     set to 1 to rewrite GROUP.benchstat.txt from the GROUP.txt
+#              already there, without running anything
 #
-# The test binary is built once and run COUNT times with -count 1, so that
-# the samples of every implementation are spread over the same stretch of
-# time: on a shared machine a burst of other work then moves all columns
-# alike instead of skewing the one that happened to run during it. This is
-# the same number of samples as -count COUNT, only interleaved.
+# Each test binary is built once and run COUNT times with -count 1, every
+# group once per round, so that the samples of every row are spread over
+# the same stretch of time: on a shared machine a burst of other work then
+# moves all columns alike instead of skewing the one that ran during it.
+# With the defaults, core takes about 15 minutes on 2 CPUs and every group
+# about 25.
 set -euo pipefail
 
 cd "$(dirname "$0")"
 COUNT=${COUNT:-10}
-BENCHTIME=${BENCHTIME:-1s}
-OUT=${OUT:-out}
-PATTERN=${1:-.}
+BENCHTIME=${BENCHTIME:-500ms}
+CPU=${CPU:-}
+RESULTS=${RESULTS:-results}
+TABLES=${TABLES:-}
 BENCHSTAT=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20250813145418-2f7363a06fe1)
+ALL_GROUPS=(core credit group adaptive)
 
-mkdir -p "$OUT"
-raw="$OUT/raw.txt"
-{
-	echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(go version)"
-	echo "# $(lscpu | grep -m1 'Model name' | sed 's/  */ /g'), $(nproc) CPUs"
-	echo "# run.sh COUNT=$COUNT BENCHTIME=$BENCHTIME pattern=$PATTERN"
-} >"$raw"
+# group_pkg and group_pattern say where a group's benchmarks are and which
+# they are, and tables how benchstat shows them. A new group is a line in
+# each of the three and in ALL_GROUPS.
+group_pkg() {
+	case $1 in
+	core | credit | group) echo . ;;
+	adaptive) echo ./adaptive ;;
+	*) echo "run.sh: unknown group $1 (groups: ${ALL_GROUPS[*]})" >&2 && exit 2 ;;
+	esac
+}
+group_pattern() {
+	case $1 in
+	core) echo '^Benchmark(Uncontended|Parallel|Contended|Weighted|Cancel|Throttle|QueueLen|ParkedMemory)$' ;;
+	credit) echo '^BenchmarkCredit' ;;
+	group) echo '^BenchmarkGroup' ;;
+	adaptive) echo '^BenchmarkAcquireRecord$' ;;
+	esac
+}
 
-go test -c -o "$OUT/bench.test" .
-for i in $(seq "$COUNT"); do
-	echo "== round $i of $COUNT" >&2
-	"$OUT/bench.test" -test.run '^$' -test.bench "$PATTERN" -test.benchmem \
-		-test.count 1 -test.benchtime "$BENCHTIME" ${CPU:+-test.cpu "$CPU"} | tee -a "$raw" >&2
+# tables writes the benchstat tables of group $1 from raw file $2.
+tables() {
+	local raw=$2
+	case $1 in
+	core)
+		local headline='.name:/^(Uncontended|Parallel|Contended|Weighted|Cancel)$/'
+		local users='/impl:(atomicsem OR atomicsem-barging OR xsyncsem OR chan OR mutex)'
+		local abs='.unit:(sec/op OR cpu-ns/op OR B/op OR allocs/op)'
+		echo "### Headline: atomicsem and what a user would use instead; base x/sync"
+		"${BENCHSTAT[@]}" -filter "$headline $users $abs" \
+			-col '/impl@(xsyncsem atomicsem atomicsem-barging chan mutex)' "$raw"
+		echo
+		echo "### Headline, time only; base chan"
+		"${BENCHSTAT[@]}" -filter "$headline $users .unit:(sec/op OR cpu-ns/op)" \
+			-col '/impl@(chan atomicsem atomicsem-barging xsyncsem mutex)' "$raw"
+		echo
+		echo "### Floors of the fast paths; base floor"
+		"${BENCHSTAT[@]}" -filter '.name:/^(Uncontended|Parallel)$/ .unit:(sec/op OR cpu-ns/op)' \
+			-col '/impl@(floor floorcas tokencas wordcas atomicsem)' "$raw"
+		echo
+		echo "### Floors of the hand-off; base floorpark"
+		"${BENCHSTAT[@]}" -filter '.name:Contended' \
+			-col '/impl@(floorpark floorparkword atomicsem chan syncmutex atomicsem-barging)' "$raw"
+		echo
+		echo "### Queue length: one column per parked count"
+		"${BENCHSTAT[@]}" -filter '.name:QueueLen .unit:(sec/op OR cpu-ns/op OR allocs/op)' -col /parked "$raw"
+		echo
+		echo "### Cancellation: cancelled/op is the share of acquires that timed out; ctxonly is the contexts alone"
+		"${BENCHSTAT[@]}" -filter '.name:Cancel' \
+			-col '/impl@(ctxonly atomicsem atomicsem-barging xsyncsem chan mutex floorpark)' "$raw"
+		echo
+		echo "### Memory of a parked waiter"
+		"${BENCHSTAT[@]}" -filter '.name:ParkedMemory .unit:(B/waiter-net OR B/waiter-raw OR B/semaphore)' -col /impl "$raw"
+		echo
+		echo "### A live limit: Throttle"
+		"${BENCHSTAT[@]}" -filter '.name:Throttle' "$raw"
+		;;
+	credit) "${BENCHSTAT[@]}" -col '/impl@(credit xrate juju uber floor floorclock)' "$raw" ;;
+	group) "${BENCHSTAT[@]}" -col '/impl@(errgroup group group-go conc chanwg)' "$raw" ;;
+	adaptive)
+		"${BENCHSTAT[@]}" -col '/impl@(failsafe adaptive-aimd adaptive-vegas adaptive-gradient2 failsafe-100ms)' "$raw"
+		;;
+	esac
+}
+
+groups=("$@")
+if [ ${#groups[@]} -eq 0 ]; then
+	groups=("${ALL_GROUPS[@]}")
+fi
+
+mkdir -p out "$RESULTS"
+
+if [ -n "$TABLES" ]; then
+	for g in "${groups[@]}"; do
+		[ -f "$RESULTS/$g.txt" ] || continue
+		{
+			grep '^#' "$RESULTS/$g.txt"
+			echo
+			tables "$g" "$RESULTS/$g.txt"
+		} >"$RESULTS/$g.benchstat.txt"
+		echo "run.sh: wrote $RESULTS/$g.benchstat.txt" >&2
+	done
+	exit 0
+fi
+
+header() {
+	echo "# $(lscpu | grep -m1 'Model name' | sed 's/.*: *//') (family $(lscpu | grep -m1 'CPU family' | sed 's/.*: *//') model $(lscpu | grep -m1 '^Model:' | sed 's/.*: *//')), $(nproc) CPUs, $(uname -sr)"
+	echo "# $(go version); load average at the start:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
+	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${CPU:-default} bench/run.sh $1, at $(git describe --always --dirty 2>/dev/null || echo "an unknown revision")"
+}
+
+# bin_of names the test binary of package $1.
+bin_of() {
+	if [ "$1" = . ]; then echo out/bench.test; else echo "out/$(basename "$1").test"; fi
+}
+
+# Build each package's test binary once, and keep the groups that have
+# benchmarks in the tree.
+declare -A built
+run=()
+for g in "${groups[@]}"; do
+	pkg=$(group_pkg "$g")
+	if [ ! -d "$pkg" ]; then
+		echo "run.sh: $g: no package $pkg in the tree, skipped" >&2
+		continue
+	fi
+	bin=$(bin_of "$pkg")
+	if [ -z "${built[$pkg]:-}" ]; then
+		go test -c -o "$bin" "$pkg"
+		built[$pkg]=1
+	fi
+	listed=$("$bin" -test.list "$(group_pattern "$g")")
+	if ! grep -q '^Benchmark' <<<"$listed"; then
+		echo "run.sh: $g: no benchmarks in the tree, skipped" >&2
+		continue
+	fi
+	run+=("$g")
+	header "$g" >"$RESULTS/$g.txt"
 done
 
-echo
-echo "### every benchmark, one column per implementation (base: the first)"
-"${BENCHSTAT[@]}" -col /impl "$raw"
-echo
-echo "### fast paths against the floor"
-"${BENCHSTAT[@]}" -filter '.name:/^(Uncontended|Direct|Parallel)$/' \
-	-col '/impl@(floor floorcas atomicsem atomicsem-barging xsync chan mutex)' "$raw" || true
-echo
-echo "### queue length: one column per parked count"
-"${BENCHSTAT[@]}" -filter '.name:QueueLen' -col /parked "$raw" || true
-echo
-echo "### targets (ratios of medians from this run)"
-go run ./cmd/targets "$raw"
+for i in $(seq "$COUNT"); do
+	for g in "${run[@]}"; do
+		echo "== round $i of $COUNT: $g" >&2
+		pkg=$(group_pkg "$g")
+		bin=$PWD/$(bin_of "$pkg")
+		(cd "$pkg" && "$bin" -test.run '^$' -test.bench "$(group_pattern "$g")" \
+			-test.benchmem -test.count 1 -test.benchtime "$BENCHTIME" ${CPU:+-test.cpu "$CPU"}) |
+			grep -v -e '^PASS$' -e '^ok ' | tee -a "$RESULTS/$g.txt" >&2
+	done
+done
+
+for g in "${run[@]}"; do
+	{
+		grep '^#' "$RESULTS/$g.txt"
+		echo
+		tables "$g" "$RESULTS/$g.txt"
+	} >"$RESULTS/$g.benchstat.txt"
+	echo "run.sh: wrote $RESULTS/$g.txt and $RESULTS/$g.benchstat.txt" >&2
+done

@@ -11,10 +11,15 @@ import (
 	"time"
 )
 
-// Most cases run these, in this column order.
+// The columns, in the order benchstat shows them: the subject in both modes,
+// then what a user would use instead, then the floors of each case
+// (impls_test.go and tokencas_test.go say what each floor leaves out).
 var (
-	everyone = []string{"atomicsem", "atomicsem-barging", "xsync", "chan", "mutex", "floor", "floorcas", "floorguard"}
-	parkers  = []string{"atomicsem", "atomicsem-barging", "xsync", "chan", "mutex", "floorpark"}
+	// everyone runs where nobody waits.
+	everyone = []string{"atomicsem", "atomicsem-barging", "xsyncsem", "chan", "mutex",
+		"floor", "floorcas", "tokencas", "wordcas"}
+	// parkers runs where acquirers park.
+	parkers = []string{"atomicsem", "atomicsem-barging", "xsyncsem", "chan", "mutex", "floorpark"}
 )
 
 // manyPermits is a limit far above the number of goroutines, so that no
@@ -25,18 +30,6 @@ const manyPermits = 1 << 16
 // of one: the cost of the fast paths with the state word in this core's cache.
 func BenchmarkUncontended(b *testing.B) {
 	for _, im := range pick(everyone...) {
-		b.Run("impl="+im.name+"/op=acquire", func(b *testing.B) {
-			serialAcquire(b, im)
-		})
-		b.Run("impl="+im.name+"/op=tryacquire", func(b *testing.B) {
-			serialTryAcquire(b, im)
-		})
-	}
-	// tokencas and wordcas build up from floorcas towards atomicsem's
-	// fast paths in two steps, as in BenchmarkDirect, but with the token
-	// kept in the harness's record (docs/benchmarks.md, The fast paths'
-	// floors for Acquire).
-	for _, im := range pick("tokencas", "wordcas") {
 		b.Run("impl="+im.name+"/op=acquire", func(b *testing.B) {
 			serialAcquire(b, im)
 		})
@@ -75,12 +68,8 @@ func serialTryAcquire(b *testing.B, im impl) {
 // BenchmarkParallel measures GOMAXPROCS goroutines taking and returning one
 // permit each from a limit far above their number: no acquire ever waits,
 // so this is the fast path with the word's cache line moving between cores.
-//
-// tokencas and wordcas run here too: the least a one-word semaphore that
-// checks the context and returns a token from a call can cost when the word
-// moves between cores.
 func BenchmarkParallel(b *testing.B) {
-	for _, im := range append(pick(everyone...), pick("tokencas", "wordcas")...) {
+	for _, im := range pick(everyone...) {
 		b.Run("impl="+im.name, func(b *testing.B) {
 			s := im.new(manyPermits, manyPermits)
 			b.ReportAllocs()
@@ -104,12 +93,12 @@ func BenchmarkParallel(b *testing.B) {
 // someone on every operation. syncmutex, a bare sync.Mutex, is the reference
 // for what barging buys with one permit; floorpark is the floor for FIFO
 // hand-off to waiters parked each on a channel of its own, as atomicsem's
-// are, floorparkguard that floor with the token's guard and the call a
-// library's Acquire is, and floorparkword that with arrivals and releases
-// that pass the lock by on a state word while nobody is queued.
+// are, and floorparkword that floor with the token's guard, the call a
+// library's Acquire is, and arrivals and releases that pass the lock by on
+// a state word while nobody is queued.
 func BenchmarkContended(b *testing.B) {
 	for _, limit := range []int64{1, 4} {
-		names := append(parkers[:len(parkers):len(parkers)], "floorparkguard", "floorparkword")
+		names := append(parkers[:len(parkers):len(parkers)], "floorparkword")
 		if limit == 1 {
 			names = append(names[:len(names):len(names)], "syncmutex")
 		}
@@ -144,7 +133,8 @@ type queued struct {
 // the run, since a hand-off queue never drains. In Contended at a limit of
 // 4 with two Ps that moment came after 200 000 to 750 000 operations, in
 // Weighted after 0 to 750 000, so the share of b.N run unparked, not the
-// cost of a hand-off, decided the row (docs/benchmarks.md).
+// cost of a hand-off, decided the row. TestRunQueuedParksEveryAcquire
+// checks that this start keeps FIFO acquires parked.
 func runQueued(b *testing.B, s sem, q queued, acquire func(context.Context, int64, *held) error) {
 	holds := make([]*held, q.limit)
 	for i := range holds {
@@ -315,7 +305,7 @@ func BenchmarkThrottle(b *testing.B) {
 }
 
 // BenchmarkQueueLen measures one goroutine taking and returning one permit
-// beside 0, 100 or 10 000 parked waiters that do not stand in its way.
+// beside 0 or 10 000 parked waiters that do not stand in its way.
 //
 // The waiters ask for 17 permits of a limit of 16 (the ceiling is 32), which
 // no release can grant. In both atomicsem modes such a waiter keeps its
@@ -324,13 +314,12 @@ func BenchmarkThrottle(b *testing.B) {
 // of an acquire and of a release grows with the number of parked waiters
 // that the semaphore must step over. x/sync does not queue a request larger
 // than its size at all (it waits on ctx alone), so its column shows an empty
-// queue whatever the parked count. floor has no queue and is the reference.
-// A channel cannot park a waiter that does not block the others, and the
+// queue whatever the parked count, and is the reference. A channel cannot park a waiter that does not block the others, and the
 // mutex+cond semaphore would wake every waiter on every release, so neither
 // runs here.
 func BenchmarkQueueLen(b *testing.B) {
-	for _, parked := range []int{0, 100, 10_000} {
-		for _, im := range pick("atomicsem", "atomicsem-barging", "xsync", "floor") {
+	for _, parked := range []int{0, 10_000} {
+		for _, im := range pick("atomicsem", "atomicsem-barging", "xsyncsem") {
 			for _, op := range []string{"acquire", "tryacquire"} {
 				name := fmt.Sprintf("impl=%s/op=%s/parked=%d", im.name, op, parked)
 				b.Run(name, func(b *testing.B) {
@@ -361,9 +350,6 @@ func BenchmarkQueueLen(b *testing.B) {
 // parkOversized parks count goroutines on s, each asking for 17 permits, and
 // returns a function that cancels them and waits until they have returned.
 func parkOversized(b *testing.B, s sem, count int) (stop func()) {
-	if _, ok := s.(*floorSem); ok {
-		return func() {}
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range count {

@@ -2,8 +2,9 @@ package bench_test
 
 import (
 	"context"
-	"errors"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // tokencas and wordcas stand for the least a semaphore with atomicsem's
@@ -16,26 +17,16 @@ func TestCASFloorsAcquireChecksTheContextFirst(t *testing.T) {
 			s := im.new(2, 2)
 			done, cancel := context.WithCancel(context.Background())
 			cancel()
-			if err := s.acquire(done, 1, new(held)); !errors.Is(err, context.Canceled) {
-				t.Fatalf("acquire with a done ctx returned %v, want context.Canceled", err)
-			}
+			require.ErrorIs(t, s.acquire(done, 1, new(held)), context.Canceled)
 
 			// Both permits are still free: the refused acquire took none.
 			ctx := context.Background()
 			a, b := new(held), new(held)
-			if err := s.acquire(ctx, 1, a); err != nil {
-				t.Fatalf("first acquire: %v", err)
-			}
-			if err := s.acquire(ctx, 1, b); err != nil {
-				t.Fatalf("second acquire: %v", err)
-			}
-			if err := s.acquire(ctx, 1, new(held)); !errors.Is(err, errWouldWait) {
-				t.Fatalf("acquire beyond the limit returned %v, want errWouldWait", err)
-			}
+			require.NoError(t, s.acquire(ctx, 1, a))
+			require.NoError(t, s.acquire(ctx, 1, b))
+			require.ErrorIs(t, s.acquire(ctx, 1, new(held)), errWouldWait, "acquire beyond the limit")
 			s.release(a)
-			if err := s.acquire(ctx, 1, a); err != nil {
-				t.Fatalf("acquire after a release: %v", err)
-			}
+			require.NoError(t, s.acquire(ctx, 1, a), "acquire after a release")
 			s.release(a)
 			s.release(b)
 		})

@@ -77,12 +77,3 @@ func TestAutoResetIsOneWord(t *testing.T) {
 	var e event.AutoReset
 	require.Equal(t, unsafe.Sizeof(uintptr(0)), unsafe.Sizeof(e))
 }
-
-// skipUnderRace skips allocation tests in -race builds, where the race
-// detector's own bookkeeping changes the counts.
-func skipUnderRace(t *testing.T) {
-	t.Helper()
-	if raceBuild {
-		t.Skip("allocation counts are not meaningful under -race")
-	}
-}

@@ -8,27 +8,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/atomic"
 
 	"github.com/atomicsem/atomicsem/event"
 )
-
-// startWaiters starts n goroutines blocked in e.Wait and returns a counter
-// of how many have returned nil. Wait errors fail the test.
-func startWaiters(t *testing.T, e *event.AutoReset, n int) *atomic.Int64 {
-	t.Helper()
-	woken := &atomic.Int64{}
-	for range n {
-		go func() {
-			if err := e.Wait(context.Background()); err != nil {
-				t.Errorf("Wait: %v", err)
-				return
-			}
-			woken.Inc()
-		}()
-	}
-	return woken
-}
 
 func TestAutoResetZeroValueIsUnsetAndUsable(t *testing.T) {
 	var e event.AutoReset
@@ -165,8 +147,7 @@ func TestAutoResetCancelledParkedWaitReturnsCtxErr(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var e event.AutoReset
 		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() { errc <- e.Wait(ctx) }()
+		errc := goWait(ctx, &e)
 		synctest.Wait()
 		cancel()
 		require.Equal(t, context.Canceled, <-errc)
@@ -187,8 +168,7 @@ func TestAutoResetSetRacingCancelIsNeitherLostNorDoubled(t *testing.T) {
 	for range rounds {
 		var e event.AutoReset
 		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() { errc <- e.Wait(ctx) }()
+		errc := goWait(ctx, &e)
 		done := make(chan struct{})
 		go func() {
 			cancel()

@@ -7,20 +7,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/atomic"
 
 	"github.com/atomicsem/atomicsem/event"
 )
-
-// isClosed reports whether c is closed, without blocking.
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
 
 func TestManualResetZeroValueIsUnset(t *testing.T) {
 	var e event.ManualReset
@@ -34,16 +23,7 @@ func TestManualResetZeroValueIsUnset(t *testing.T) {
 func TestManualResetSetReleasesAllCurrentAndFutureWaiters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var e event.ManualReset
-		var released atomic.Int64
-		for range 3 {
-			go func() {
-				if err := e.Wait(context.Background()); err != nil {
-					t.Errorf("Wait: %v", err)
-					return
-				}
-				released.Inc()
-			}()
-		}
+		released := startWaiters(t, &e, 3)
 		done := e.Done()
 		go func() {
 			<-done
@@ -84,8 +64,7 @@ func TestManualResetResetBlocksLaterWaiters(t *testing.T) {
 		e.Reset() // resetting a clear event does nothing
 		require.False(t, e.IsSet())
 
-		errc := make(chan error, 1)
-		go func() { errc <- e.Wait(context.Background()) }()
+		errc := goWait(context.Background(), &e)
 		synctest.Wait()
 		e.Set()
 		require.NoError(t, <-errc, "the next Set must release a waiter parked after Reset")
@@ -110,8 +89,7 @@ func TestManualResetCancelledParkedWaitReturnsCtxErr(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var e event.ManualReset
 		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() { errc <- e.Wait(ctx) }()
+		errc := goWait(ctx, &e)
 		synctest.Wait()
 		cancel()
 		require.Equal(t, context.Canceled, <-errc)

@@ -2,11 +2,9 @@ package fuzz_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -17,10 +15,11 @@ import (
 
 // FuzzSemaphoreOps drives one real Semaphore and the model through the same
 // sequence of operations from a single goroutine, in FIFO or barging mode,
-// and compares every result and, after every step, Stats. With one
-// goroutine nothing ever waits, so the two modes must behave alike; an
-// Acquire with a live context is only issued when the model grants it at
-// once.
+// and compares every result and, after every step, Stats. Tokens are
+// released, forgotten and split; a WaitIdle is issued only when the model
+// says it returns at once. With one goroutine nothing ever waits, so the two
+// modes must behave alike; an Acquire with a live context is only issued
+// when the model grants it at once.
 func FuzzSemaphoreOps(f *testing.F) {
 	for _, seed := range semaphoreSeeds {
 		f.Add(seed)
@@ -60,10 +59,6 @@ type heldToken struct {
 	n   int64
 }
 
-// acquireGuard bounds an Acquire that the model says is granted at once, so
-// that a semaphore that waits instead fails the run rather than hangs it.
-const acquireGuard = time.Second
-
 // newOpsRun decodes the mode and New's arguments and checks New. It returns
 // nil when New is expected to fail (and did).
 func newOpsRun(t *testing.T, d *decoder) *opsRun {
@@ -93,7 +88,7 @@ func newOpsRun(t *testing.T, d *decoder) *opsRun {
 func (r *opsRun) step(d *decoder) {
 	t, m := r.t, &r.m
 	anchors := []int64{m.Available, m.Limit, m.Held(), m.Max, m.Max - m.Limit, 0}
-	switch op := d.next() % 9; op {
+	switch op := d.next() % 12; op {
 	case 0:
 		n := d.arg(anchors...)
 		ctx := doneContext(d.next())
@@ -167,6 +162,41 @@ func (r *opsRun) step(d *decoder) {
 		r.note("Close()")
 		r.sem.Close()
 		m.Close()
+	case 9:
+		n := d.arg(anchors...)
+		r.note("Refill(%d)", n)
+		require.Equal(t, m.Refill(n), r.sem.Refill(n), r)
+	case 10:
+		if len(r.live) == 0 {
+			r.note("skip Split: no live token")
+			return
+		}
+		i := int(d.next()) % len(r.live)
+		h := &r.live[i]
+		k := d.arg(h.n, 0)
+		r.note("Split(%d) of a token of %d", k, h.n)
+		part, ok := h.tok.Split(k)
+		require.Equal(t, 0 <= k && k <= h.n, ok, r)
+		if ok {
+			h.n -= k
+			require.Equal(t, h.n, h.tok.Permits(), "%s: the rest", r)
+			r.checkToken(&part, true, k)
+		} else {
+			r.checkToken(&part, false, k)
+		}
+	case 11:
+		ctx := context.Background()
+		if d.next()%2 == 0 {
+			ctx = doneContext(d.next())
+		}
+		want := m.WaitIdle(ctx.Err() != nil)
+		if want == model.WouldBlock {
+			r.note("skip WaitIdle(live): it would wait")
+			return
+		}
+		r.note("WaitIdle(done %v)", ctx.Err())
+		err := r.sem.WaitIdle(ctx)
+		r.checkAcquireErr(err, ctx, want)
 	}
 }
 
@@ -228,37 +258,6 @@ func (r *opsRun) String() string {
 		lines[i] = fmt.Sprintf(e.format, e.args...)
 	}
 	return strings.Join(lines, "; ")
-}
-
-// outcomeOf maps a semaphore error to the model's outcome and reports
-// whether it is one the contract names.
-func outcomeOf(err error) (model.Outcome, bool) {
-	switch {
-	case err == nil:
-		return model.OK, true
-	case errors.Is(err, atomicsem.ErrInvalidPermits):
-		return model.InvalidPermits, true
-	case errors.Is(err, atomicsem.ErrExceedsMax):
-		return model.ExceedsMax, true
-	case errors.Is(err, atomicsem.ErrClosed):
-		return model.Closed, true
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return model.CtxDone, true
-	}
-	return 0, false
-}
-
-// doneContext returns a context that is already done: cancelled, or past
-// its deadline, as sel picks.
-func doneContext(sel byte) context.Context {
-	if sel%2 == 0 {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		return ctx
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
-	cancel() // releases the timer; the error stays DeadlineExceeded
-	return ctx
 }
 
 // panicMessage calls f and returns the message it panicked with, or "" if

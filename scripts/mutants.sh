@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # mutants.sh is the mutation self-check: it shows that the fast test tier
-# catches each fault in internal/mutant.
+# catches each deliberate fault in scripts/mutants/*.patch.
 #
-# First the clean build must pass the tier, without and with the
-# atomicsem_hooks tag. Then, for each fault, the tier runs twice, with
-# -tags mutant_<name> and with -tags "mutant_<name> atomicsem_hooks", and must
-# fail: a failing test, a panic or a test timeout kills the mutant; a fault
-# that passes both runs survived. A build failure is an error, not a kill.
+# Each patch file starts with a one-line description of its fault,
+# optionally a line "Packages: <go test packages>" naming the tier for this
+# fault (the default tier otherwise), and then a diff against the tree. The script copies the tree (tracked and
+# untracked files that git does not ignore) to a temporary directory,
+# checks that the tier passes there, and then, for each patch: applies it,
+# runs the tier, which must fail, and takes the patch out again. The tier
+# runs without build tags first and, if that did not fail, with
+# -tags atomicsem_hooks. A failing test, a panic or a test timeout kills the
+# mutant; a fault that passes both runs survived. A patch that no longer
+# applies, or a mutant that does not build, is an error: the set must be
+# kept current as the code changes.
 #
-# Usage: scripts/mutants.sh [name...]   default: every internal/mutant/mutant_*.go
+# Usage: scripts/mutants.sh [name...]   default: every scripts/mutants/*.patch
 # Environment: MUTANT_PKGS (the packages), MUTANT_TIMEOUT (go test -timeout,
-# default 120s), MUTANT_FLAGS (extra go test flags), MUTANT_QUICK=1 (skip a
-# mutant's hooks run once its plain run has killed it).
-# Exits non-zero if the clean build fails, a mutant survives, or a run errs.
+# default 120s), MUTANT_FLAGS (extra go test flags).
+# Exits non-zero if the clean tree fails, a mutant survives, or a run errs.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,30 +26,34 @@ cd "$root"
 pkgs=${MUTANT_PKGS:-./atomicsem/... ./fuzz/... ./token/... ./event/...}
 timeout=${MUTANT_TIMEOUT:-120s}
 extra=${MUTANT_FLAGS:-}
-logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
 if (($# > 0)); then
 	names=("$@")
 else
 	names=()
-	for f in internal/mutant/mutant_*.go; do
-		[[ $f == *_test.go ]] && continue
-		n=${f#internal/mutant/mutant_}
-		names+=("${n%.go}")
+	for f in scripts/mutants/*.patch; do
+		n=${f#scripts/mutants/}
+		names+=("${n%.patch}")
 	done
 fi
 
-# tier TAGS LOG: runs the tier; prints "pass", "fail" or "error" and the
-# seconds it took.
+# The copy lives at one path for the whole run, so that the build cache
+# serves every package a patch does not touch.
+tree=$work/tree
+mkdir -p "$tree"
+git ls-files -z --cached --others --exclude-standard | tar -C "$root" --null -T - -cf - | tar -C "$tree" -xf -
+
+# tier TAGS LOG [PKGS]: runs the tier (on PKGS, or the default packages) in
+# the copy; prints "pass", "fail" or "error" and the seconds it took.
 tier() {
-	local tags=$1 log=$2 start end rc
+	local tags=$1 log=$2 run=${3:-$pkgs} start end rc secs
 	start=$(date +%s.%N)
 	# shellcheck disable=SC2086
-	go test -count=1 -timeout "$timeout" $extra -tags "$tags" $pkgs >"$log" 2>&1
+	(cd "$tree" && go test -count=1 -failfast -timeout "$timeout" $extra -tags "$tags" $run) >"$log" 2>&1
 	rc=$?
 	end=$(date +%s.%N)
-	local secs
 	secs=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}')
 	if ((rc == 0)); then
 		echo "pass $secs"
@@ -64,74 +73,63 @@ why() {
 		hung=$(awk '/running tests:/ {f = 1; next} f {sub(/^[ \t]+/, ""); sub(/ \(.*$/, ""); print; exit}' "$log")
 		what="${what:+$what, }timeout in ${hung:-?}"
 	fi
-	[[ -z $what ]] && what=$(grep -m1 -E '^panic:' "$log" | cut -c1-60)
+	[[ -z $what ]] && what=$(grep -m1 -E '^(panic|fatal error):' "$log" | cut -c1-60)
 	echo "${what:-unknown}"
 }
 
-echo "mutants: go test -count=1 -timeout $timeout $extra $pkgs"
-clean_ok=1
+# The clean tree must pass every tier a patch names, as well as the default.
+cleanpkgs=$pkgs
+for name in "${names[@]}"; do
+	own=$(sed -n '1,3s/^Packages: //p' "scripts/mutants/$name.patch" | head -1)
+	[[ -n $own && " $cleanpkgs " != *" $own "* ]] && cleanpkgs+=" $own"
+done
 
-# The faults sit in small helpers on the fast paths; in a normal build their
-# checks are constant-false and compiled out, so those helpers must stay
-# inlinable. A fault check written so that it does not fold away shows here.
-inl=$(go build -gcflags=-m ./internal/state ./atomicsem ./token 2>&1)
-for f in 'Word.WithHeld' 'Word.Forget' 'Word.TryRelease' '(*Semaphore).cas' '(*Semaphore).takeFree' '(*Semaphore).giveBack' '(*Token).Release' '(*Token).Forget'; do
-	if ! grep -qF "can inline $f" <<<"$inl"; then
-		echo "BROKEN    $f is no longer inlinable in a normal build"
-		clean_ok=0
-	fi
-done
-# A caller that imports atomicsem but not token must still get the token's
-# Release and Forget inlined: atomicsem's export data carries their bodies
-# (releaseToken and forgetToken in atomicsem/semaphore.go).
-inl=$(cd bench && go test -c -o /dev/null -gcflags=-m ./caller 2>&1)
-for f in 'token.(*Token).Release' 'token.(*Token).Forget'; do
-	if ! grep -qF "inlining call to $f" <<<"$inl"; then
-		echo "BROKEN    $f is no longer inlined into bench/caller, which imports only atomicsem"
-		clean_ok=0
-	fi
-done
+echo "mutants: go test -count=1 -failfast -timeout $timeout $extra $pkgs (or the packages a patch names)"
 for tags in "" "atomicsem_hooks"; do
-	read -r verdict secs < <(tier "$tags" "$logs/clean.log")
-	printf '%-9s %-26s tags=%-16s %6ss\n' "$( [[ $verdict == pass ]] && echo CLEAN || echo BROKEN )" "(none)" "${tags:-(none)}" "$secs"
+	read -r verdict secs < <(tier "$tags" "$work/clean.log" "$cleanpkgs")
+	printf '%-9s %-26s tags=%-16s %6ss\n' "$([[ $verdict == pass ]] && echo CLEAN || echo BROKEN)" "(none)" "${tags:-(none)}" "$secs"
 	if [[ $verdict != pass ]]; then
-		clean_ok=0
-		grep -E -- '--- FAIL|^FAIL|panic:|build failed' "$logs/clean.log" | head -10 | sed 's/^/          /'
+		grep -E -- '--- FAIL|^FAIL|panic:|build failed' "$work/clean.log" | head -10 | sed 's/^/          /'
+		echo "mutants: the clean tree fails the tier; mutation results would mean nothing"
+		exit 1
 	fi
 done
-if ((clean_ok == 0)); then
-	echo "mutants: the clean build fails the tier; mutation results would mean nothing"
-	exit 1
-fi
 
 killed=0 survived=0 errors=0
 for name in "${names[@]}"; do
+	patch=$root/scripts/mutants/$name.patch
+	if ! (cd "$tree" && git apply --check "$patch") 2>"$work/apply.log"; then
+		printf '%-9s %-26s %s\n' STALE "$name" "no longer applies: $(head -1 "$work/apply.log")"
+		errors=$((errors + 1))
+		continue
+	fi
+	(cd "$tree" && git apply "$patch")
+	own=$(sed -n '1,3s/^Packages: //p' "$patch" | head -1)
 	detail=() dead=0 bad=0 total=0
-	for tags in "mutant_$name" "mutant_$name atomicsem_hooks"; do
-		if ((dead)) && [[ ${MUTANT_QUICK:-} == 1 ]]; then
-			break
-		fi
-		log=$logs/$name.${tags// /_}.log
-		read -r verdict secs < <(tier "$tags" "$log")
+	for tags in "" "atomicsem_hooks"; do
+		((dead)) && break
+		log=$work/$name.${tags:-plain}.log
+		read -r verdict secs < <(tier "$tags" "$log" "$own")
 		total=$(awk -v a="$total" -v b="$secs" 'BEGIN {printf "%.1f", a + b}')
 		label=plain
-		[[ $tags == *atomicsem_hooks ]] && label=hooks
+		[[ -n $tags ]] && label=hooks
 		case $verdict in
-		fail) dead=1; detail+=("$label: killed ${secs}s by $(why "$log")") ;;
+		fail) dead=1 && detail+=("$label: killed ${secs}s by $(why "$log")") ;;
 		pass) detail+=("$label: passed ${secs}s") ;;
-		error) bad=1; detail+=("$label: build error") ;;
+		error) bad=1 && detail+=("$label: build error") && break ;;
 		esac
 	done
+	(cd "$tree" && git apply -R "$patch")
 	if ((bad)); then
-		verdict=ERROR; errors=$((errors + 1))
+		verdict=ERROR errors=$((errors + 1))
 	elif ((dead)); then
-		verdict=KILLED; killed=$((killed + 1))
+		verdict=KILLED killed=$((killed + 1))
 	else
-		verdict=SURVIVED; survived=$((survived + 1))
+		verdict=SURVIVED survived=$((survived + 1))
 	fi
 	printf '%-9s %-26s %6ss  %s\n' "$verdict" "$name" "$total" "$(IFS=';'; echo "${detail[*]}" | sed 's/;/; /g')"
 	if ((bad)); then
-		grep -h -A5 'build failed\|setup failed' "$logs/$name".*.log | head -10 | sed 's/^/          /'
+		grep -h -A5 'build failed\|setup failed' "$work/$name".*.log | head -10 | sed 's/^/          /'
 	fi
 done
 

@@ -72,6 +72,7 @@ type checks struct {
 	conserved     check
 	fifoOrder     check
 	cancelRestore check
+	cancelWins    check
 	cancelRaceHit check
 	closeWakes    check
 	closedRefuses check
@@ -80,17 +81,18 @@ type checks struct {
 func newChecks(cfg config) *checks {
 	c := &checks{
 		holdersMax:    check{what: "permits held by live tokens never exceed max"},
-		holdersLimit:  check{what: "held permits never exceed the limit while it is steady"},
-		statsSane:     check{what: "Stats is consistent (0 ≤ Held, Limit ≤ Max; Limit steady when held so)"},
+		holdersLimit:  check{what: "permits held never exceed the limit while it stays put"},
+		statsSane:     check{what: "Stats is consistent (0 ≤ Held, Limit ≤ Max; Limit unchanged while it must stay put)"},
 		progress:      check{what: "the workload never stalls: some operation completes in every second"},
 		acquireResult: check{what: "Acquire returns a token of n, ctx.Err() unwrapped, or ErrClosed after Close"},
 		restHeld:      check{what: "at rest: Held == 0"},
 		restWaiters:   check{what: "at rest: Waiters == 0"},
-		limitAsSet:    check{what: "at rest: Limit == last SetLimit + TryRelease adds − forgotten since"},
-		conserved:     check{what: "at rest: initial + added − forgotten + SetLimit moves == Limit"},
+		limitAsSet:    check{what: "at rest: Limit == the last SetLimit + permits added by TryRelease − permits forgotten since"},
+		conserved:     check{what: "at rest: initial + permits added − permits forgotten + SetLimit moves == Limit"},
 		fifoOrder:     check{what: "parked waiters are granted in arrival order, exactly those that fit"},
 		cancelRestore: check{what: "an Acquire cancelled in a race with its grant leaves the semaphore as before"},
-		cancelRaceHit: check{what: "the cancel-vs-grant race was hit"},
+		cancelWins:    check{what: "an Acquire whose ctx was cancelled before the grant returns ctx.Err(), not a token"},
+		cancelRaceHit: check{what: "the race of a cancellation with a grant was hit"},
 		closeWakes:    check{what: "Close returns every parked Acquire (all workers finish)"},
 		closedRefuses: check{what: "after Close: Acquire/SetLimit fail with ErrClosed, Try* fail, Closed set"},
 	}
@@ -104,7 +106,7 @@ func (c *checks) all() []*check {
 	return []*check{
 		&c.holdersMax, &c.holdersLimit, &c.statsSane, &c.progress, &c.acquireResult,
 		&c.restHeld, &c.restWaiters, &c.limitAsSet, &c.conserved,
-		&c.fifoOrder, &c.cancelRestore, &c.cancelRaceHit,
+		&c.fifoOrder, &c.cancelRestore, &c.cancelWins, &c.cancelRaceHit,
 		&c.closeWakes, &c.closedRefuses,
 	}
 }

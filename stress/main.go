@@ -3,6 +3,7 @@
 //
 //	go run ./stress                     # 20 s, FIFO mode
 //	go run ./stress -barging -seed 42   # barging mode, decisions of seed 42
+//	go run ./stress -credit -rate 2000  # the credit bucket workload (credit.go)
 //
 // Goroutines acquire (blocking, with cancellations and deadlines, and
 // TryAcquire) permits of mixed weights, hold a few tokens each, and release
@@ -40,6 +41,9 @@ func main() {
 	flag.Int64Var(&cfg.max, "max", 16, "the semaphore's maximum (the ceiling of its limit)")
 	flag.Uint64Var(&cfg.seed, "seed", 0, "seed for the workload's decisions; 0 picks one from the clock")
 	flag.BoolVar(&cfg.barging, "barging", false, "build the semaphore WithBarging instead of FIFO")
+	flag.BoolVar(&cfg.credit, "credit", false, "run the credit bucket workload instead")
+	flag.Float64Var(&cfg.rate, "rate", 2000, "the credit workload's rate, in credits per second")
+	flag.Int64Var(&cfg.burst, "burst", 256, "the credit workload's burst")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "stress: unexpected arguments %q\n", flag.Args())
@@ -53,6 +57,12 @@ func main() {
 		cfg.seed = uint64(time.Now().UnixNano())
 	}
 	cfg.live = isTerminal(os.Stdout)
+	if cfg.credit {
+		if !runCredit(cfg) {
+			os.Exit(1)
+		}
+		return
+	}
 	if !run(cfg).passed() {
 		os.Exit(1)
 	}

@@ -96,10 +96,13 @@ func (r *runner) probeOnce(s *atomicsem.Semaphore, cancelFirst bool) {
 	switch {
 	case err == nil:
 		r.prober.grantWon++
+		r.checks.cancelWins.expect(!cancelFirst,
+			"probe: the waiter returned a token although its ctx was cancelled before the permit was added")
 		c.expect(tok.Permits() == 1 && st == atomicsem.Stats{Available: 0, Held: 1, Limit: 1, Max: 1},
 			"probe: granted waiter holds %d, semaphore %+v", tok.Permits(), st)
 		tok.Release()
 	case err == context.Canceled:
+		r.checks.cancelWins.pass()
 		if granted {
 			r.prober.raced++
 		} else {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -13,7 +14,7 @@ func (r *runner) report() {
 	if p.raced > 0 {
 		r.checks.cancelRaceHit.pass()
 	} else if r.checks.cancelRaceHit.na == "" {
-		r.checks.cancelRaceHit.failf("no probe saw a grant passed on by a cancelled waiter in %d probes", p.probes)
+		r.checks.cancelRaceHit.failf("no probe saw a cancelled waiter give back a permit granted to it, in %d probes", p.probes)
 	}
 	r.checks.holdersMax.setDetail(fmt.Sprintf("peak %d of %d", r.peak.Load(), r.cfg.max))
 	r.checks.holdersLimit.setDetail(fmt.Sprintf("%d steady phases", r.steadies))
@@ -25,23 +26,35 @@ func (r *runner) report() {
 	r.mu.Unlock()
 	ops := r.ops()
 	out := r.cfg.out
-	fmt.Fprintf(out, "\nran %v: %d ops, %.0f ops/s (seed %d, mode %s)\n",
+	fmt.Fprintf(out, "\nran %v: %d operations, %.0f a second (seed %d, %s mode)\n",
 		elapsed.Round(time.Millisecond), ops, float64(ops)/elapsed.Seconds(), r.cfg.seed, r.cfg.mode())
-	fmt.Fprintf(out, "  Acquire     %d granted, %d cancelled, %d past deadline, %d interrupted by pauses, %d closed\n",
+	fmt.Fprintln(out, "calls, by outcome:")
+	fmt.Fprintf(out, "  Acquire     %d granted, %d cancelled, %d past their deadline, %d stopped for a pause, %d failed by Close\n",
 		c.acquireOK, c.acquireCancelled, c.acquireDeadline, c.acquirePaused, c.acquireClosed)
 	fmt.Fprintf(out, "  TryAcquire  %d granted, %d refused\n", c.tryOK, c.tryFail)
-	fmt.Fprintf(out, "  tokens      %d released, %d forgotten (%d more released instead: limit steady or in debt)\n",
-		c.released, c.forgotten, c.forgetAsRelease)
-	fmt.Fprintf(out, "  TryRelease  %d added, %d refused\n", c.tryReleaseOK, c.tryReleaseFail)
-	fmt.Fprintf(out, "  limit       %d SetLimit calls in %d steady and %d moving phases, %d pauses at rest\n",
-		r.setLimits, r.steadies, r.movings, r.pauses)
-	fmt.Fprintf(out, "  FIFO        %d rounds, %d waiters, %d release steps checked\n",
+	fmt.Fprintf(out, "  Release     %d (%d of them in place of a Forget, while the limit had to stay put or was below what tokens held)\n",
+		c.released+c.forgetAsRelease, c.forgetAsRelease)
+	fmt.Fprintf(out, "  Forget      %d\n", c.forgotten)
+	fmt.Fprintf(out, "  TryRelease  %d added permits, %d refused\n", c.tryReleaseOK, c.tryReleaseFail)
+	fmt.Fprintf(out, "  SetLimit    %d, in %d phases of a steady limit and %d of a moving one\n",
+		r.setLimits, r.steadies, r.movings)
+	fmt.Fprintf(out, "  pauses      %d, to check the semaphore at rest\n", r.pauses)
+	fmt.Fprintf(out, "  FIFO check  %d rounds of %d parked waiters in all, %d releases checked\n",
 		r.fifo.rounds, r.fifo.waiters, r.fifo.steps)
-	fmt.Fprintf(out, "  probe       %d cancel-vs-grant probes: %d granted, %d cancelled before a grant, %d cancelled after a grant (passed on)\n",
+	fmt.Fprintf(out, "  probes      %d cancellations raced against a grant: the waiter got the permit in %d,"+
+		" was cancelled before any grant in %d, and was cancelled with the permit already granted in %d"+
+		" (the permit went back)\n",
 		p.probes, p.grantWon, p.cancelWon, p.raced)
+	printInvariants(out, r.checks.all(), r.cfg.seed)
+}
+
+// printInvariants prints every check's result and numbers, and the verdict
+// line; a check never evaluated, unless it does not apply, counts as
+// failed.
+func printInvariants(out io.Writer, all []*check, seed uint64) {
 	fmt.Fprintln(out, "invariants:")
 	failed := 0
-	for _, ch := range r.checks.all() {
+	for _, ch := range all {
 		result := "PASS"
 		switch {
 		case ch.failed.Load() > 0:
@@ -71,8 +84,8 @@ func (r *runner) report() {
 		}
 	}
 	if failed > 0 {
-		fmt.Fprintf(out, "FAIL: %d of %d invariants violated (seed %d)\n", failed, len(r.checks.all()), r.cfg.seed)
+		fmt.Fprintf(out, "FAIL: %d of %d invariants violated (seed %d)\n", failed, len(all), seed)
 		return
 	}
-	fmt.Fprintf(out, "PASS: all %d invariants held\n", len(r.checks.all()))
+	fmt.Fprintf(out, "PASS: all %d invariants held\n", len(all))
 }

@@ -21,6 +21,9 @@ type config struct {
 	max        int64
 	seed       uint64
 	barging    bool
+	credit     bool    // run the credit workload (credit.go) instead
+	rate       float64 // the credit workload's rate, credits per second
+	burst      int64   // the credit workload's burst
 
 	out  io.Writer
 	live bool // rewrite one progress line in place; otherwise print lines
@@ -37,6 +40,10 @@ func (c config) validate() error {
 		return errors.New("-goroutines must be at least 1")
 	case c.max < 1 || c.max > atomicsem.MaxPermits:
 		return fmt.Errorf("-max must be in [1, %d]", atomicsem.MaxPermits)
+	case c.credit && !(c.rate > 0 && c.rate < 1e9):
+		return errors.New("-rate must be in (0, 1e9)")
+	case c.credit && (c.burst < 4 || c.burst > atomicsem.MaxPermits):
+		return fmt.Errorf("-burst must be in [4, %d]", atomicsem.MaxPermits)
 	}
 	return nil
 }
@@ -153,8 +160,10 @@ func run(cfg config) *checks {
 	r.noDebt.Store(true)
 	r.phase.Store(&phase{})
 	r.epoch.Store(newEpoch())
-	fmt.Fprintf(cfg.out, "atomicsem stress: seed=%d duration=%v goroutines=%d max=%d mode=%s\n",
-		cfg.seed, cfg.duration, cfg.goroutines, cfg.max, cfg.mode())
+	fmt.Fprintf(cfg.out, "atomicsem stress: %v of a mixed workload, %d goroutines, max %d permits, %s mode, seed %d\n",
+		cfg.duration, cfg.goroutines, cfg.max, cfg.mode(), cfg.seed)
+	fmt.Fprintln(cfg.out, "progress: elapsed, operations per second, operations so far,"+
+		" Acquire calls parked now, Acquire calls cancelled so far, limit/max and permits held now")
 
 	var wg sync.WaitGroup
 	for i := range cfg.goroutines {

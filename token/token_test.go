@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"os/exec"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/atomic"
@@ -248,4 +250,16 @@ func TestConcurrentEndsAreReportedByTheRaceDetector(t *testing.T) {
 	require.Error(t, err, "the program must exit non-zero on the race; it said:\n%s", out)
 	require.Contains(t, string(out), "WARNING: DATA RACE")
 	require.Contains(t, string(out), "token.(*Token).Release")
+}
+
+// A token returned from every acquire is cheap only while the compiler
+// keeps it in registers, which it does for a struct of at most four fields
+// and four words: a fifth field, even a zero-size marker, sends every
+// returned token through stack copies.
+func TestTokenFitsInRegisters(t *testing.T) {
+	typ := reflect.TypeFor[token.Token]()
+	require.LessOrEqual(t, typ.NumField(), 4, "fields of token.Token")
+	if unsafe.Sizeof(uintptr(0)) == 8 { // on 32-bit platforms its int64 alone takes two words
+		require.LessOrEqual(t, typ.Size(), uintptr(32), "size of token.Token")
+	}
 }

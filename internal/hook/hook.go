@@ -2,8 +2,9 @@
 // interleave other goroutines: between the load of the state word and its
 // compare-and-swap, between queueing a waiter and parking it, between a
 // waiter's wake-up and its return, before a dispatch takes the queue lock,
-// between a hand-off and the wake-up it sends after the lock, and in a
-// barging arrival's spin.
+// between a hand-off and the wake-up it sends after the lock, in a barging
+// arrival's spin, and between a FIFO arrival's look at the queue and the
+// lock it takes to join it.
 //
 // In normal builds At is an empty function that the compiler removes. Built
 // with the tag atomicsem_hooks, At calls the function installed by Set, so a
@@ -32,6 +33,10 @@ const (
 	// permits and released the queue lock, and before it wakes that
 	// waiter.
 	BeforeWake
+	// BeforeQueue sits after a FIFO arrival saw, without the lock, that a
+	// queued waiter fits under the limit, and before it takes the queue
+	// lock to queue behind it.
+	BeforeQueue
 
 	numSites
 )
@@ -43,6 +48,7 @@ var siteNames = [numSites]string{
 	BeforeDispatch: "BeforeDispatch",
 	Spin:           "Spin",
 	BeforeWake:     "BeforeWake",
+	BeforeQueue:    "BeforeQueue",
 }
 
 // String returns the site's name.

@@ -207,6 +207,20 @@ func (s *Semaphore) SetLimit(limit int64) Outcome {
 	return OK
 }
 
+// WaitIdle models WaitIdle(ctx) with a context that is done at the call
+// (ctxDone) or live: OK at once if no permit is held (whatever the
+// context), else the context's error if it is done, else WouldBlock. It
+// changes nothing.
+func (s *Semaphore) WaitIdle(ctxDone bool) Outcome {
+	switch {
+	case s.Held() == 0:
+		return OK
+	case ctxDone:
+		return CtxDone
+	}
+	return WouldBlock
+}
+
 // Close models Close: the semaphore is closed for good; closing it again
 // changes nothing.
 func (s *Semaphore) Close() {

@@ -1,0 +1,74 @@
+package adaptive
+
+import (
+	"fmt"
+	"time"
+)
+
+// AIMD is the loss-based controller of Netflix's concurrency-limits
+// (AIMDLimit): additive increase, multiplicative decrease.
+//
+// A window of samples (about one round trip's worth; see the package
+// documentation) with a drop
+// in it, or whose mean RTT exceeds Timeout, multiplies the limit by Backoff.
+// Any other window raises the limit by one, provided at least half the
+// limit was in flight (a limit that is not being used is not raised: the
+// application, not the service, is the bottleneck).
+//
+// Netflix's AIMDLimit applies the rule to every sample. This one applies it
+// once per window of the samples of requests admitted since the last
+// decision, as TCP does once per round trip: a burst of timeouts is one
+// congestion event and backs off once, instead of multiplying the limit by
+// Backoff once per timeout down to its minimum, and the increase is one
+// per round trip, so the limit does not double in the round trip it takes
+// the first queued request to report.
+//
+// AIMD reacts only to drops and to RTTs above Timeout, so the limit it
+// settles at is where the service starts to fail or to exceed Timeout:
+// set Timeout a little above the latency that is acceptable.
+//
+// Set the fields before passing the AIMD to New; an AIMD serves one Limiter.
+// The zero value uses the defaults.
+type AIMD struct {
+	// Backoff is the factor in [0.5, 1) a congestion event multiplies the
+	// limit by; 0 means 0.9.
+	Backoff float64
+	// Timeout is the RTT above which a sample counts as a drop; 0 means
+	// none: only drops count.
+	Timeout time.Duration
+
+	win window
+}
+
+func (a *AIMD) check() error {
+	if a.Backoff != 0 && (a.Backoff < 0.5 || a.Backoff >= 1) {
+		return fmt.Errorf("AIMD.Backoff %v is outside [0.5, 1)", a.Backoff)
+	}
+	if a.Timeout < 0 {
+		return fmt.Errorf("AIMD.Timeout %v is negative", a.Timeout)
+	}
+	return nil
+}
+
+// Next implements Controller.
+func (a *AIMD) Next(limit float64, s Sample) float64 {
+	s, ok := a.win.add(limit, s)
+	if !ok {
+		return limit
+	}
+	if s.Dropped || (a.Timeout > 0 && s.RTT > a.Timeout) {
+		return limit * orDefault(a.Backoff, 0.9)
+	}
+	if float64(s.InFlight)*2 >= limit {
+		return limit + 1
+	}
+	return limit
+}
+
+// orDefault returns v, or def when v is zero.
+func orDefault(v, def float64) float64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}

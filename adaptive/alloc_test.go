@@ -1,0 +1,72 @@
+package adaptive_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/atomicsem/atomicsem/adaptive"
+)
+
+// TestFastPathDoesNotAllocate checks that admitting a request and recording
+// its outcome touch no heap, with each controller: a Permit lives in the
+// caller's variable, and the controllers keep their state in place.
+func TestFastPathDoesNotAllocate(t *testing.T) {
+	ctrls := []struct {
+		name string
+		ctrl func() adaptive.Controller
+	}{
+		{"AIMD", func() adaptive.Controller { return &adaptive.AIMD{} }},
+		{"Vegas", func() adaptive.Controller { return &adaptive.Vegas{} }},
+		{"Gradient2", func() adaptive.Controller { return &adaptive.Gradient2{} }},
+	}
+	ops := []struct {
+		name string
+		op   func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit)
+	}{
+		{"TryAcquire+Success", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
+			if !lim.TryAcquire(p) {
+				t.Fatal("TryAcquire failed")
+			}
+			p.Success()
+		}},
+		{"TryAcquire+Dropped", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
+			if !lim.TryAcquire(p) {
+				t.Fatal("TryAcquire failed")
+			}
+			p.Dropped()
+		}},
+		{"Acquire+Ignore", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
+			if err := lim.Acquire(context.Background(), p); err != nil {
+				t.Fatal(err)
+			}
+			p.Ignore()
+		}},
+		{"TryAcquire refused", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
+			var q adaptive.Permit
+			if !lim.TryAcquire(p) {
+				t.Fatal("TryAcquire failed")
+			}
+			if lim.TryAcquire(&q) {
+				t.Fatal("TryAcquire admitted a second request under a limit of 1")
+			}
+			p.Ignore()
+		}},
+	}
+	for _, c := range ctrls {
+		for _, o := range ops {
+			t.Run(c.name+"/"+o.name, func(t *testing.T) {
+				// Limit 1, so that every window is one sample: the
+				// controllers decide, and probe, as often as they can.
+				lim := newLimiter(t, c.ctrl(), 1, 1, 1)
+				var p adaptive.Permit
+				for range 1000 { // past the first probes
+					o.op(t, lim, &p)
+				}
+				allocs := testing.AllocsPerRun(1000, func() { o.op(t, lim, &p) })
+				require.Zero(t, allocs)
+			})
+		}
+	}
+}

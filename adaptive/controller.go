@@ -1,0 +1,91 @@
+package adaptive
+
+import "time"
+
+// A Controller decides the concurrency limit from the outcomes of finished
+// requests. AIMD, Vegas and Gradient2 are the controllers this package
+// provides; any type with a Next method can be one.
+//
+// A Limiter calls Next once for every request that ends in Success or
+// Dropped (never for Ignore), with its lock held, so an implementation needs
+// no locking of its own as long as it is used by one Limiter only.
+type Controller interface {
+	// Next returns the limit to use after sample s, given the current limit.
+	// The limit is a real number so that a controller can move it by less
+	// than one request at a time; the Limiter clamps the result to its
+	// bounds, keeps it as the next call's limit, and enforces its integer
+	// part. A result that is not a number leaves the limit unchanged.
+	Next(limit float64, s Sample) float64
+}
+
+// Sample describes one finished request, as a Controller sees it.
+type Sample struct {
+	// Start is when the request was admitted.
+	Start time.Time
+	// RTT is the time from the admission to the end of the request, read
+	// from the monotonic clock.
+	RTT time.Duration
+	// InFlight is the number of requests in flight just after this one was
+	// admitted, itself included.
+	InFlight int64
+	// Dropped reports whether the request ended in Dropped: a timeout, an
+	// overload error or a rejection from downstream. A controller treats
+	// it as a sign of overload; its RTT says little.
+	Dropped bool
+}
+
+// End returns when the request ended: Start + RTT.
+func (s Sample) End() time.Time { return s.Start.Add(s.RTT) }
+
+// checker is implemented by the package's controllers, whose settings New
+// checks before it accepts them.
+type checker interface {
+	check() error
+}
+
+// window gathers the samples a controller of this package decides on: the
+// samples of requests admitted since the last decision, until there are half
+// a limit's worth (at least one, at most maxWindow). The package
+// documentation says why the controllers decide per window.
+type window struct {
+	since   time.Time // requests admitted earlier are not counted
+	n       int
+	ok      int           // samples that are not drops
+	sum     time.Duration // of the RTTs of those
+	highest int64         // the largest InFlight
+	dropped bool
+}
+
+// maxWindow bounds the samples of a window, so that a large limit still
+// decides at least every maxWindow samples.
+const maxWindow = 100
+
+// add counts s and reports whether the window is now complete, returning
+// the sample it sums up: the mean RTT of its samples that are not drops (0
+// when all are), the largest InFlight, Dropped if any was, and Start the
+// window's start. A complete window starts the next at the end of s.
+func (w *window) add(limit float64, s Sample) (Sample, bool) {
+	if s.Start.Before(w.since) {
+		return Sample{}, false
+	}
+	w.n++
+	w.highest = max(w.highest, s.InFlight)
+	if s.Dropped {
+		w.dropped = true
+	} else {
+		w.ok++
+		w.sum += s.RTT
+	}
+	if float64(w.n) < min(maxWindow, max(1, limit/2)) {
+		return Sample{}, false
+	}
+	sum := Sample{Start: w.since, InFlight: w.highest, Dropped: w.dropped}
+	if w.ok > 0 {
+		sum.RTT = w.sum / time.Duration(w.ok)
+	}
+	*w = window{since: s.End()}
+	return sum, true
+}
+
+// restart empties the window and counts only requests admitted from t on.
+func (w *window) restart(t time.Time) { *w = window{since: t} }

@@ -1,0 +1,231 @@
+package adaptive_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/atomicsem/atomicsem/adaptive"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const ms = time.Millisecond
+
+func TestAIMDGrowsByOnePerWindow(t *testing.T) {
+	a := &adaptive.AIMD{Timeout: 50 * ms}
+	// A limit of 10 decides every 5 samples.
+	l, at := feed(a, 10, t0, 4, 20*ms, 10, false)
+	require.Equal(t, 10.0, l, "no decision before the window is full")
+	l, at = feed(a, l, at, 1, 20*ms, 10, false)
+	require.Equal(t, 11.0, l)
+	l, _ = feed(a, l, at, 6, 20*ms, 11, false)
+	require.Equal(t, 12.0, l)
+}
+
+func TestAIMDDoesNotGrowAnUnusedLimit(t *testing.T) {
+	l, _ := feed(&adaptive.AIMD{}, 10, t0, 50, 20*ms, 4, false)
+	require.Equal(t, 10.0, l, "fewer than half the limit in flight")
+}
+
+func TestAIMDBacksOffOncePerCongestionEvent(t *testing.T) {
+	tests := []struct {
+		name    string
+		rtt     time.Duration
+		dropped bool
+	}{
+		{"drops", 20 * ms, true},
+		{"RTTs above the timeout", 60 * ms, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &adaptive.AIMD{Timeout: 50 * ms, Backoff: 0.5}
+			// 100 requests admitted together all fail: one event.
+			l := 100.0
+			for range 100 {
+				l = a.Next(l, adaptive.Sample{Start: t0, RTT: tt.rtt, InFlight: 100, Dropped: tt.dropped})
+			}
+			require.Equal(t, 50.0, l)
+			// Requests admitted after the backoff that fail again are news.
+			l, _ = feed(a, l, t0.Add(time.Second), 25, tt.rtt, 50, tt.dropped)
+			require.Equal(t, 25.0, l)
+		})
+	}
+}
+
+// settledVegas runs v's first probe, which measures an rttNoLoad of 20 ms,
+// and returns the time its next sample may start.
+func settledVegas(t *testing.T, v *adaptive.Vegas) time.Time {
+	l := v.Next(100, adaptive.Sample{Start: t0, RTT: 20 * ms, InFlight: 100})
+	require.Equal(t, 75.0, l, "the first sample starts a probe at three quarters of the limit")
+	l, at := feed(v, l, t0.Add(20*ms), 75, 20*ms, 75, false)
+	require.Equal(t, 56.25, l, "the first probe takes a second step, having no rttNoLoad to compare with")
+	l, at = feed(v, l, at, 57, 20*ms, 56, false)
+	require.Equal(t, 75.0, l, "the probe ends at the largest limit that did not queue")
+	return at
+}
+
+func TestVegasStepsByTheQueueItEstimates(t *testing.T) {
+	tests := []struct {
+		name     string
+		rtt      time.Duration
+		inFlight int64
+		dropped  bool
+		want     float64
+	}{
+		// limit 100: log10 = 2, alpha = 6, beta = 12; rttNoLoad 20 ms.
+		{"no queue: up by beta", 20 * ms, 100, false, 112},
+		{"queue 4, below alpha: up by log10", 21 * ms, 100, false, 102},
+		{"queue 9, between alpha and beta: hold", 22 * ms, 100, false, 100},
+		{"queue 17, above beta: down by log10", 24 * ms, 100, false, 98},
+		{"a drop: down by log10", 20 * ms, 100, true, 98},
+		{"application-limited: hold", 20 * ms, 40, false, 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := &adaptive.Vegas{ProbeMultiplier: 1000}
+			at := settledVegas(t, v)
+			l, _ := feed(v, 100, at, 50, tt.rtt, tt.inFlight, tt.dropped)
+			require.Equal(t, tt.want, l)
+		})
+	}
+}
+
+func TestVegasSmoothingBlendsTheStep(t *testing.T) {
+	v := &adaptive.Vegas{Smoothing: 0.5, ProbeMultiplier: 1000}
+	at := settledVegas(t, v)
+	l, _ := feed(v, 100, at, 50, 20*ms, 100, false)
+	require.Equal(t, 106.0, l)
+}
+
+func TestVegasTakesAFasterWindowAsRTTNoLoad(t *testing.T) {
+	v := &adaptive.Vegas{ProbeMultiplier: 1000}
+	at := settledVegas(t, v)
+	// The service now answers in 10 ms: a window at 10 ms lowers
+	// rttNoLoad, so that 11 ms is a queue of 10, between alpha and beta,
+	// not a window faster than the unloaded RTT.
+	l, at := feed(v, 100, at, 50, 10*ms, 100, false)
+	require.Equal(t, 112.0, l)
+	l, _ = feed(v, 100, at, 50, 11*ms, 100, false)
+	require.Equal(t, 100.0, l)
+}
+
+// queueingService returns the RTT of a service of the given capacity and
+// an unloaded RTT of 20 ms at a limit, all of it in flight: flat up to the
+// capacity, and in proportion to the limit beyond.
+func queueingService(capacity float64) func(limit float64) time.Duration {
+	return func(limit float64) time.Duration {
+		return time.Duration(float64(20*ms) * max(1, limit/capacity))
+	}
+}
+
+// drive runs ctrl for n samples against rttAt with the whole limit in
+// flight, from limit and start, and returns every distinct limit it set
+// and the time the next sample may start.
+func drive(ctrl adaptive.Controller, rttAt func(float64) time.Duration, limit float64, start time.Time, n int) ([]float64, time.Time) {
+	limits := []float64{limit}
+	for range n {
+		rtt := rttAt(limit)
+		limit = ctrl.Next(limit, adaptive.Sample{Start: start, RTT: rtt, InFlight: int64(limit)})
+		start = start.Add(rtt)
+		if limit != limits[len(limits)-1] {
+			limits = append(limits, limit)
+		}
+	}
+	return limits, start
+}
+
+func TestVegasProbeFindsTheUnloadedRTT(t *testing.T) {
+	limits, _ := drive(&adaptive.Vegas{}, queueingService(100), 800, t0, 3000)
+	// The first probe steps down by three quarters until two steps agree,
+	// at 106 and 80 in flight. It leaves the largest limit whose queue,
+	// by Vegas's estimate against the RTT it found, is within beta: 106,
+	// whose RTT of 21.4 ms gives a queue of 7, between alpha and beta.
+	require.Equal(t, []float64{800, 600, 450, 337.5, 253.125, 189.84375, 142.3828125, 106.787109375, 80.09033203125, 106.787109375}, limits[:10])
+	last := limits[len(limits)-1]
+	require.True(t, last >= 106 && last <= 112, "settled at %v, with a queue between alpha and beta: %v", last, limits)
+}
+
+func TestVegasReprobeDoesNotAdoptAQueuedRTT(t *testing.T) {
+	// Settled on a service of capacity 100, Vegas keeps a queue of 6 to 12.
+	v := &adaptive.Vegas{}
+	limits, at := drive(v, queueingService(100), 100, t0, 5000)
+	require.InDelta(t, 106, limits[len(limits)-1], 6, "%v", limits)
+	// The capacity halves: every RTT from now on is queued until the limit
+	// falls to 50. The probes of the next 20 000 samples (a probe every
+	// 15 to 30 limits' worth) measure the unloaded RTT below the capacity,
+	// so the limit settles with a queue of alpha to beta (3 to 6 below a
+	// limit of 100) instead of taking a queued RTT for the unloaded one
+	// and holding or climbing.
+	limits, _ = drive(v, queueingService(50), limits[len(limits)-1], at, 20000)
+	tail := limits[len(limits)-20:]
+	require.Less(t, slices.Max(tail), 58.0, "%v", tail)
+	require.Greater(t, slices.Min(tail), 37.0, "%v", tail)
+}
+
+// settledGradient2 returns a Gradient2 whose first probe has measured a
+// baseline of 20 ms, the limit it left, and the time its next sample may
+// start.
+func settledGradient2(t *testing.T) (*adaptive.Gradient2, float64, time.Time) {
+	g := &adaptive.Gradient2{}
+	l := g.Next(100, adaptive.Sample{Start: t0, RTT: 20 * ms, InFlight: 100})
+	require.Equal(t, 75.0, l, "the first sample starts a probe at three quarters of the limit")
+	l, at := feed(g, l, t0.Add(20*ms), 75, 20*ms, 75, false)
+	require.Equal(t, 56.25, l, "the first probe takes a second step, having no baseline to compare with")
+	l, at = feed(g, l, at, 57, 20*ms, 56, false)
+	require.Equal(t, 75.0, l, "the probe ends at the largest limit that did not queue")
+	return g, l, at
+}
+
+func TestGradient2FollowsTheRTTAgainstItsBaseline(t *testing.T) {
+	tests := []struct {
+		name     string
+		rtt      time.Duration
+		inFlight int64
+		dropped  bool
+		want     float64 // from 75
+	}{
+		{"no queue: up by the headroom", 20 * ms, 75, false, 79},
+		{"lower half of the tolerated band: up", 21 * ms, 75, false, 79},
+		{"upper half of the tolerated band: hold", 22 * ms, 75, false, 75},
+		{"beyond the band: down by half the excess", 33 * ms, 75, false, 75 * (0.5 + 0.5*22.0/33)},
+		{"far beyond: gradient clamped at 0.5", 200 * ms, 75, false, 75 * 0.75},
+		{"a drop: gradient 0.5", 20 * ms, 75, true, 75 * 0.75},
+		{"application-limited: hold", 60 * ms, 30, false, 75},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, l, at := settledGradient2(t)
+			l, _ = feed(g, l, at, 38, tt.rtt, tt.inFlight, tt.dropped)
+			require.InDelta(t, tt.want, l, 1e-9)
+		})
+	}
+}
+
+func TestGradient2ProbeFindsTheUnloadedRTT(t *testing.T) {
+	// The service queues above 100 requests: its RTT is 20 ms up to 100 in
+	// flight and grows in proportion beyond.
+	rttAt := func(limit float64) time.Duration {
+		return time.Duration(float64(20*ms) * max(1, limit/100))
+	}
+	g := &adaptive.Gradient2{}
+	l, at := 800.0, t0
+	limits := []float64{l}
+	for range 3000 {
+		rtt := rttAt(l)
+		l = g.Next(l, adaptive.Sample{Start: at, RTT: rtt, InFlight: int64(l)})
+		at = at.Add(rtt)
+		if l != limits[len(limits)-1] {
+			limits = append(limits, l)
+		}
+	}
+	// Each step takes three quarters of the last; the RTT falls with the
+	// limit down to 106 in flight, and the probe stops once two steps
+	// agree, at 106 and 80. The limit before the probe is unknown, so
+	// the probe leaves the largest limit whose RTT was within tolerance
+	// of the baseline it found, and the gradient takes over from there.
+	require.Equal(t, []float64{800, 600, 450, 337.5, 253.125, 189.84375, 142.3828125, 106.787109375, 80.09033203125, 106.787109375}, limits[:10])
+	require.InDelta(t, 110, limits[len(limits)-1], 5, "settled %v", limits)
+}

@@ -1,0 +1,71 @@
+// Package adaptive provides adaptive concurrency limits: a Limiter whose
+// limit on requests in flight a Controller moves at run time from the
+// latency and the drops it observes, enforced by an atomicsem.Semaphore.
+//
+// # Model
+//
+// A request takes a Permit from the Limiter, waiting for one with Acquire
+// or shedding the request when TryAcquire finds none free, and ends it with
+// Success, Dropped or Ignore. Success and Dropped are samples: the round
+// trip time (RTT) measured from the acquire, the number of requests then in
+// flight, and whether the request was dropped (a timeout, an overload
+// error, a 429 or 503 from downstream). The Controller turns the samples
+// into the next limit, which the Limiter keeps within [min, max] and
+// applies to the semaphore with SetLimit. Lowering the limit never revokes
+// a permit already out: the requests in flight finish, and new ones are
+// admitted only once fewer than the new limit remain. The semaphore
+// admits a request only while the permits out are below the limit in force
+// at that moment, in one compare-and-swap, so no race of concurrent acquires
+// can admit more.
+//
+// # Controllers
+//
+// The package provides three controllers, after Netflix's
+// concurrency-limits library (github.com/Netflix/concurrency-limits, the
+// AIMDLimit, VegasLimit and Gradient2Limit classes), which defined the
+// field:
+//
+//   - AIMD: loss-based; additive increase, multiplicative decrease on drops
+//     and on RTTs above a timeout. Inputs: drops, RTT.
+//   - Vegas: delay-based, after TCP Vegas; keeps the queue it estimates from
+//     the unloaded RTT and the current one between two thresholds. Inputs:
+//     RTT, an unloaded RTT measured in probes at a lower limit, drops.
+//     Netflix's version takes the smallest RTT seen as the unloaded one,
+//     which a service queued from the start never shows; this one
+//     measures it as Gradient2 measures its baseline: see Vegas.
+//   - Gradient2: delay-based; scales the limit by the ratio of a baseline
+//     RTT to the current one, with headroom to grow. Inputs: RTT, a baseline
+//     measured in probes, drops. Netflix's version grows without bound under
+//     modest overload (Netflix/concurrency-limits#134); this one measures
+//     its baseline as Envoy's adaptive concurrency filter does (a probe at a
+//     lower limit, see Envoy's documentation of the
+//     envoy.filters.http.adaptive_concurrency filter) and settles: see
+//     Gradient2.
+//
+// All three decide once per window of samples, not once per sample, as TCP
+// does once per round trip and as Netflix's WindowedLimit lets its
+// controllers do. A change of the limit shows in the RTTs only of requests
+// admitted after it, a round trip later; a controller that acted on every
+// sample would keep reacting, for that whole round trip, to the state its
+// last change already corrected, overshooting on the way up and collapsing
+// on the way down. So a window holds only the samples of requests admitted
+// since the last decision, and closes once it has half a limit's worth of
+// them (at least 1, at most 100). Their settings are
+// exported fields, whose zero values are the defaults; a Controller of your
+// own is any type with a Next method. Go ports of the same algorithms are
+// platinummonkey/go-concurrency-limits and failsafe-go's adaptivelimiter
+// (a Gradient2-like limiter); docs/adaptive.md compares them with this
+// package in one simulation.
+//
+// # HTTP
+//
+// Handler sheds the requests a server cannot take with 503 Service
+// Unavailable, and Transport limits a client's requests to a server,
+// backing off when the server answers 429 or 503 or times out.
+//
+// # Observability
+//
+// Limiter.Stats returns the limit, the requests in flight and waiting, the
+// last RTT and counts of the outcomes, for metrics; the Limiter example
+// publishes them with expvar.
+package adaptive

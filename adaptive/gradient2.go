@@ -1,0 +1,151 @@
+package adaptive
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Gradient2 is the gradient controller of Netflix's concurrency-limits
+// (Gradient2Limit), with its unbounded growth fixed. Once per window of
+// samples (see AIMD) it compares the window's mean RTT with a baseline, the
+// RTT the service shows without a queue:
+//
+//	gradient = clamp(Tolerance × baseline / rtt, 0.5, 1)    (0.5 on a drop)
+//	gradient < 1:  limit = limit × (1 − Smoothing) + limit × gradient × Smoothing
+//	gradient = 1:  limit = limit + Headroom, while rtt ≤ (1 + (Tolerance − 1)/2) × baseline
+//
+// so the limit grows by Headroom a window while the RTT is in the lower
+// half of the tolerated band, holds in the upper half, and shrinks in
+// proportion to the excess beyond it. It is not changed while fewer than
+// half the limit are in flight. The limit it settles at is where the RTT
+// is about Tolerance times the baseline: for a service whose latency grows
+// in proportion to its queue, Tolerance times its capacity.
+//
+// # What differs from Netflix's Gradient2Limit, and why
+//
+// Netflix's baseline is a long exponential average of every sample's RTT,
+// and its queue term is added whatever the gradient. Under modest overload
+// the two feed each other (Netflix/concurrency-limits#134): the fixed
+// point of limit × gradient + queue lies above the capacity whenever the
+// gradient is near 1, and the average takes in the queueing delay the
+// higher limit causes, so the RTT stops looking high, the gradient returns
+// to 1 and the limit climbs again, without bound; only timeouts stop it.
+// Three changes make it settle:
+//
+//   - The headroom is added only when the gradient is 1 (the change
+//     proposed in #134), and only in the lower half of the tolerated band,
+//     so that the round trip the RTT takes to show a change does not carry
+//     the limit past the band. A drop counts as a gradient of 0.5 instead
+//     of being ignored.
+//   - The baseline is never an average of loaded samples. As in Envoy's
+//     adaptive concurrency filter, it is measured in a probe, at the first
+//     sample and then every ProbeInterval × limit samples: the controller
+//     lowers the limit to three quarters, ignores the requests admitted
+//     before, and takes the mean RTT of about one limit's worth of the
+//     next ones (at least ten). While a step's mean differs by more than
+//     10 % from the last step's (for the first, from the baseline), or a
+//     step saw a drop, it takes another step down. The smallest mean of
+//     the steps becomes the baseline, until the next probe. The limit
+//     then goes back to what it was if that limit's RTT was within
+//     Tolerance of the new baseline, else to the largest probed limit whose
+//     RTT was. A queue the limit builds therefore never becomes part of the
+//     baseline, and a service whose own latency changes is followed at the
+//     next probe.
+//   - Decisions are made once per window, not once per sample, with a
+//     Smoothing of 0.5 rather than Netflix's 0.2 per sample.
+//
+// A probe costs throughput while it lasts: settled at Tolerance times the
+// capacity, one step of three quarters leaves the service a little below
+// capacity for about two round trips, in every hundred or so.
+//
+// Set the fields before passing the Gradient2 to New; a Gradient2 serves
+// one Limiter. The zero value uses the defaults.
+type Gradient2 struct {
+	// Tolerance ≥ 1 is how many times the baseline the RTT may reach before
+	// the limit shrinks; 0 means 1.1.
+	Tolerance float64
+	// Smoothing in (0, 1] is the weight of the shrunk limit against the
+	// current one; 0 means 0.5.
+	Smoothing float64
+	// Headroom is how far the limit grows a window while the RTT shows no
+	// queue; 0 means 4.
+	Headroom float64
+	// ProbeInterval is the number of samples between probes, in multiples
+	// of the limit; 0 means 100.
+	ProbeInterval float64
+
+	baseline   time.Duration // the probe's mean RTT; 0 before the first
+	last       time.Duration // the mean RTT of the last window
+	sinceProbe float64       // samples since the last probe ended
+	win        window
+	probe      probe
+}
+
+func (g *Gradient2) check() error {
+	switch {
+	case g.Tolerance != 0 && g.Tolerance < 1:
+		return fmt.Errorf("Gradient2.Tolerance %v is below 1", g.Tolerance)
+	case g.Smoothing < 0 || g.Smoothing > 1:
+		return fmt.Errorf("Gradient2.Smoothing %v is outside (0, 1]", g.Smoothing)
+	case g.Headroom < 0:
+		return fmt.Errorf("Gradient2.Headroom %v is negative", g.Headroom)
+	case g.ProbeInterval < 0:
+		return fmt.Errorf("Gradient2.ProbeInterval %v is negative", g.ProbeInterval)
+	}
+	return nil
+}
+
+// Next implements Controller.
+func (g *Gradient2) Next(limit float64, s Sample) float64 {
+	if g.probe.active {
+		return g.probeNext(s)
+	}
+	g.sinceProbe++
+	if g.baseline == 0 || g.sinceProbe >= orDefault(g.ProbeInterval, 100)*limit {
+		return g.probe.begin(limit, g.last, g.baseline, s.End())
+	}
+
+	s, ok := g.win.add(limit, s)
+	if !ok {
+		return limit
+	}
+	gradient := 0.5 // a drop
+	if !s.Dropped {
+		if float64(s.InFlight)*2 < limit || s.RTT <= 0 {
+			return limit // application-limited: the RTT says nothing about the limit
+		}
+		g.last = s.RTT
+		gradient = math.Max(0.5, math.Min(1, g.tolerance()*float64(g.baseline)/float64(s.RTT)))
+	}
+	if gradient == 1 {
+		// Grow only while the RTT is in the lower half of the tolerated
+		// band, and hold in the upper half: growing up to the edge would
+		// overshoot it by the round trip the RTT takes to show a change.
+		if float64(s.RTT) <= (1+(g.tolerance()-1)/2)*float64(g.baseline) {
+			return limit + orDefault(g.Headroom, 4)
+		}
+		return limit
+	}
+	sm := orDefault(g.Smoothing, 0.5)
+	return limit*(1-sm) + limit*gradient*sm
+}
+
+// probeNext takes a sample during a probe and returns the limit to use.
+func (g *Gradient2) probeNext(s Sample) float64 {
+	limit, baseline, done := g.probe.add(s)
+	if !done {
+		return limit
+	}
+	g.baseline = baseline
+	g.sinceProbe = 0
+	g.win.restart(s.End())
+	// Go back to the limit before the probe if its RTT was within
+	// tolerance of the new baseline; else to the largest probed limit
+	// whose RTT was, and let the gradient raise it from there.
+	return g.probe.exit(func(_ float64, rtt time.Duration) bool {
+		return float64(rtt) <= g.tolerance()*float64(g.baseline)
+	})
+}
+
+func (g *Gradient2) tolerance() float64 { return orDefault(g.Tolerance, 1.1) }

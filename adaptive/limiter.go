@@ -1,0 +1,252 @@
+package adaptive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+)
+
+var (
+	// ErrInvalidLimits is returned (wrapped, with the numbers) by New when
+	// the bounds are not 1 ≤ min ≤ initial ≤ max ≤ atomicsem.MaxPermits.
+	ErrInvalidLimits = errors.New("adaptive: invalid limits")
+	// ErrInvalidController is returned (wrapped, with the reason) by New
+	// when a controller of this package has a setting out of its range.
+	ErrInvalidController = errors.New("adaptive: invalid controller setting")
+)
+
+// Default bounds of a Limiter, as in Netflix's concurrency-limits.
+const (
+	DefaultMinLimit     = 1
+	DefaultInitialLimit = 20
+	DefaultMaxLimit     = 1000
+)
+
+// Limiter is a concurrency limit that a Controller moves at run time,
+// enforced by an atomicsem.Semaphore.
+//
+// Each request takes a Permit (Acquire waits for one, TryAcquire sheds the
+// request when none is free) and ends it with Success, Dropped or Ignore.
+// Success and Dropped feed the round-trip time, the number of requests in
+// flight and the outcome to the controller, whose answer becomes the
+// semaphore's limit through SetLimit: lowering it never revokes a permit
+// already out, so requests in flight always run to completion, and the
+// semaphore admits nobody while the permits out are at or above the limit
+// in force.
+//
+// The limit stays within the bounds given by WithLimits (by default
+// DefaultMinLimit, DefaultMaxLimit, starting at DefaultInitialLimit); the
+// maximum is the semaphore's ceiling for the Limiter's life.
+//
+// A Limiter is safe for concurrent use. Its zero value is not usable;
+// create one with New.
+//
+// # Memory ordering
+//
+// The end of a Permit (Success, Dropped or Ignore) synchronizes before the
+// return of the Acquire or TryAcquire that obtains the freed slot, as
+// atomicsem's Release does.
+type Limiter struct {
+	sem      *atomicsem.Semaphore
+	inFlight atomic.Int64
+	lastRTT  atomic.Int64 // nanoseconds of the last Success's RTT
+	rejected atomic.Uint64
+	min, max float64
+	// epoch is when the limiter was made. Permits keep their start as the
+	// time since epoch, which time.Since reads from the monotonic clock
+	// alone: time.Now would read the wall clock too, and on a request's
+	// fast path the two clock reads cost more than the rest together.
+	epoch time.Time
+
+	mu      sync.Mutex
+	ctrl    Controller // guarded by mu
+	limit   float64    // the controller's limit; guarded by mu
+	set     int64      // the limit last given to sem; guarded by mu
+	success uint64     // guarded by mu
+	dropped uint64     // guarded by mu
+	ignored uint64     // guarded by mu
+}
+
+// An Option configures a Limiter in New.
+type Option func(*config)
+
+type config struct {
+	min, initial, max int64
+	semOpts           []atomicsem.Option
+}
+
+// WithLimits sets the bounds of the limit: it starts at initial and stays
+// within [min, max]. New checks 1 ≤ min ≤ initial ≤ max ≤
+// atomicsem.MaxPermits.
+func WithLimits(min, max, initial int64) Option {
+	return func(c *config) { c.min, c.max, c.initial = min, max, initial }
+}
+
+// WithSemaphoreOptions passes options to the semaphore the Limiter builds,
+// atomicsem.WithBarging for one: waiters of Acquire are served in FIFO order
+// unless told otherwise.
+func WithSemaphoreOptions(opts ...atomicsem.Option) Option {
+	return func(c *config) { c.semOpts = append(c.semOpts, opts...) }
+}
+
+// New returns a Limiter whose limit ctrl moves. A nil ctrl means a
+// Gradient2 with its default settings.
+//
+// New returns ErrInvalidLimits for bounds out of order and
+// ErrInvalidController for a controller of this package with a setting out
+// of its range.
+func New(ctrl Controller, opts ...Option) (*Limiter, error) {
+	cfg := config{min: DefaultMinLimit, initial: DefaultInitialLimit, max: DefaultMaxLimit}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if cfg.min < 1 || cfg.min > cfg.initial || cfg.initial > cfg.max || cfg.max > atomicsem.MaxPermits {
+		return nil, fmt.Errorf("%w: min %d, initial %d, max %d needs 1 ≤ min ≤ initial ≤ max ≤ %d",
+			ErrInvalidLimits, cfg.min, cfg.initial, cfg.max, atomicsem.MaxPermits)
+	}
+	if ctrl == nil {
+		ctrl = &Gradient2{}
+	}
+	if c, ok := ctrl.(checker); ok {
+		if err := c.check(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidController, err)
+		}
+	}
+	sem, err := atomicsem.New(cfg.initial, cfg.max, cfg.semOpts...)
+	if err != nil {
+		return nil, err // unreachable: the bounds were checked above
+	}
+	return &Limiter{
+		sem:   sem,
+		epoch: time.Now(),
+		min:   float64(cfg.min),
+		max:   float64(cfg.max),
+		ctrl:  ctrl,
+		limit: float64(cfg.initial),
+		set:   cfg.initial,
+	}, nil
+}
+
+// Acquire waits for a free slot under the current limit and makes p a
+// live Permit for it, which the caller must end with Success, Dropped or
+// Ignore. Waiters are admitted in FIFO order (unless WithSemaphoreOptions
+// said otherwise), as requests end or the limit rises. The caller provides
+// the Permit, so that acquiring allocates nothing and the token inside it
+// is never copied.
+//
+// On failure Acquire leaves p as it was and the limiter unchanged, and
+// returns ctx.Err() if ctx is done first, atomicsem.ErrClosed after Close.
+// It is a run-time error to pass a Permit that is live; the panic message
+// begins "adaptive: ".
+func (l *Limiter) Acquire(ctx context.Context, p *Permit) error {
+	p.mustBeFree()
+	var err error
+	if p.tok, err = l.sem.Acquire(ctx, 1); err != nil {
+		return err
+	}
+	l.admit(p)
+	return nil
+}
+
+// TryAcquire takes a free slot under the current limit without waiting,
+// makes p a live Permit for it and reports whether it did. On success the
+// caller must end p with Success, Dropped or Ignore; on failure, the signal
+// to shed the request, p is left as it was. It fails while Acquire calls
+// wait, so as not to overtake them, and after Close. It is a run-time error
+// to pass a Permit that is live.
+func (l *Limiter) TryAcquire(p *Permit) bool {
+	p.mustBeFree()
+	var ok bool
+	if p.tok, ok = l.sem.TryAcquire(1); !ok {
+		l.rejected.Add(1)
+		return false
+	}
+	l.admit(p)
+	return true
+}
+
+// admit fills in a permit whose token has just been acquired.
+func (l *Limiter) admit(p *Permit) {
+	p.l = l
+	p.inFlight = l.inFlight.Add(1)
+	p.start = time.Since(l.epoch)
+}
+
+// record feeds one sample to the controller and moves the semaphore's limit
+// to its integer part when that changes. The controller runs under mu, so
+// that its state and the limit change in the order of the samples; the
+// SetLimit calls are made under mu too, so that they reach the semaphore in
+// the order the controller decided them.
+func (l *Limiter) record(s Sample) {
+	l.mu.Lock()
+	if s.Dropped {
+		l.dropped++
+	} else {
+		l.success++
+		l.lastRTT.Store(int64(s.RTT))
+	}
+	next := l.ctrl.Next(l.limit, s)
+	if next == next { // not NaN
+		l.limit = math.Max(l.min, math.Min(l.max, next))
+	}
+	if n := int64(l.limit); n != l.set {
+		if l.sem.SetLimit(n) == nil { // fails only once closed
+			l.set = n
+		}
+	}
+	l.mu.Unlock()
+}
+
+// ignore counts a request that ended in Ignore.
+func (l *Limiter) ignore() {
+	l.mu.Lock()
+	l.ignored++
+	l.mu.Unlock()
+}
+
+// Stats is a snapshot of a Limiter, for metrics.
+type Stats struct {
+	Limit    int64         // the limit in force
+	InFlight int64         // permits out: acquired and not yet ended
+	Waiters  int           // Acquire calls waiting for a slot
+	LastRTT  time.Duration // the RTT of the last request that ended in Success; 0 before the first
+	Success  uint64        // requests ended in Success
+	Dropped  uint64        // requests ended in Dropped
+	Ignored  uint64        // requests ended in Ignore
+	Rejected uint64        // TryAcquire calls that found no free slot
+	Closed   bool
+}
+
+// Stats returns a snapshot of the limiter. The counts come from separate
+// reads and need not be consistent with each other to the request; InFlight
+// may briefly exceed Limit after the limit is lowered, while the requests
+// admitted under the higher limit finish. Stats takes the limiter's lock and
+// the semaphore's; it is meant for monitoring, not for a hot path.
+func (l *Limiter) Stats() Stats {
+	st := l.sem.Stats()
+	l.mu.Lock()
+	s := Stats{
+		Limit:    st.Limit,
+		InFlight: st.Held,
+		Waiters:  st.Waiters,
+		LastRTT:  time.Duration(l.lastRTT.Load()),
+		Success:  l.success,
+		Dropped:  l.dropped,
+		Ignored:  l.ignored,
+		Rejected: l.rejected.Load(),
+		Closed:   st.Closed,
+	}
+	l.mu.Unlock()
+	return s
+}
+
+// Close closes the limiter: waiting Acquire calls return
+// atomicsem.ErrClosed, later acquires fail, and the limit stays where it is.
+// Permits already out may still be ended. Closing twice does nothing.
+func (l *Limiter) Close() { l.sem.Close() }

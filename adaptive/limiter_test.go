@@ -1,0 +1,257 @@
+package adaptive_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/atomicsem/atomicsem/adaptive"
+	"github.com/atomicsem/atomicsem/atomicsem"
+)
+
+func TestNewRejectsBadSettings(t *testing.T) {
+	tests := []struct {
+		name string
+		ctrl adaptive.Controller
+		opts []adaptive.Option
+		want error
+	}{
+		{"min zero", nil, []adaptive.Option{adaptive.WithLimits(0, 10, 5)}, adaptive.ErrInvalidLimits},
+		{"initial below min", nil, []adaptive.Option{adaptive.WithLimits(5, 10, 4)}, adaptive.ErrInvalidLimits},
+		{"initial above max", nil, []adaptive.Option{adaptive.WithLimits(1, 10, 11)}, adaptive.ErrInvalidLimits},
+		{"max above MaxPermits", nil, []adaptive.Option{adaptive.WithLimits(1, atomicsem.MaxPermits+1, 1)}, adaptive.ErrInvalidLimits},
+		{"AIMD backoff 1", &adaptive.AIMD{Backoff: 1}, nil, adaptive.ErrInvalidController},
+		{"AIMD backoff 0.4", &adaptive.AIMD{Backoff: 0.4}, nil, adaptive.ErrInvalidController},
+		{"AIMD negative timeout", &adaptive.AIMD{Timeout: -time.Second}, nil, adaptive.ErrInvalidController},
+		{"Vegas alpha above beta", &adaptive.Vegas{Alpha: 5, Beta: 4}, nil, adaptive.ErrInvalidController},
+		{"Vegas negative alpha", &adaptive.Vegas{Alpha: -1}, nil, adaptive.ErrInvalidController},
+		{"Vegas smoothing above 1", &adaptive.Vegas{Smoothing: 1.5}, nil, adaptive.ErrInvalidController},
+		{"Vegas negative probe", &adaptive.Vegas{ProbeMultiplier: -1}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 tolerance below 1", &adaptive.Gradient2{Tolerance: 0.9}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 smoothing negative", &adaptive.Gradient2{Smoothing: -0.1}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 negative headroom", &adaptive.Gradient2{Headroom: -1}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 negative probe interval", &adaptive.Gradient2{ProbeInterval: -1}, nil, adaptive.ErrInvalidController},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lim, err := adaptive.New(tt.ctrl, tt.opts...)
+			require.ErrorIs(t, err, tt.want)
+			require.Nil(t, lim)
+			require.Contains(t, err.Error(), "adaptive: ")
+		})
+	}
+}
+
+func TestNewStartsAtTheInitialLimit(t *testing.T) {
+	lim, err := adaptive.New(nil)
+	require.NoError(t, err)
+	defer lim.Close()
+	require.Equal(t, int64(adaptive.DefaultInitialLimit), lim.Stats().Limit)
+
+	lim2 := newLimiter(t, &fixed{limit: 3}, 2, 8, 5)
+	require.Equal(t, int64(5), lim2.Stats().Limit)
+}
+
+func TestTryAcquireShedsAtTheLimit(t *testing.T) {
+	lim := newLimiter(t, &fixed{limit: 2}, 1, 10, 2)
+	var a, b, c adaptive.Permit
+	require.True(t, lim.TryAcquire(&a))
+	require.True(t, lim.TryAcquire(&b))
+	require.False(t, lim.TryAcquire(&c), "a third request under a limit of 2")
+	require.Equal(t, time.Time{}, c.Start(), "a failed acquire leaves the permit zero")
+
+	st := lim.Stats()
+	require.Equal(t, int64(2), st.InFlight)
+	require.Equal(t, uint64(1), st.Rejected)
+
+	a.Ignore()
+	require.True(t, lim.TryAcquire(&c), "the ignored request's slot is free again")
+	b.Ignore()
+	c.Ignore()
+	require.Equal(t, int64(0), lim.Stats().InFlight)
+}
+
+func TestOutcomesReachTheController(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		lim := newLimiter(t, rec, 1, 10, 4)
+		var p, q, r adaptive.Permit
+		require.True(t, lim.TryAcquire(&p))
+		start := time.Now()
+		require.True(t, lim.TryAcquire(&q))
+		require.True(t, lim.TryAcquire(&r))
+		time.Sleep(30 * time.Millisecond)
+		p.Success()
+		q.Dropped()
+		r.Ignore()
+
+		require.Len(t, rec.samples, 2, "Ignore gives the controller no sample")
+		require.Equal(t, adaptive.Sample{Start: start, RTT: 30 * time.Millisecond, InFlight: 1}, rec.samples[0])
+		require.Equal(t, adaptive.Sample{Start: start, RTT: 30 * time.Millisecond, InFlight: 2, Dropped: true}, rec.samples[1])
+		require.Equal(t, start.Add(30*time.Millisecond), rec.samples[0].End())
+
+		st := lim.Stats()
+		require.Equal(t, adaptive.Stats{Limit: 4, LastRTT: 30 * time.Millisecond, Success: 1, Dropped: 1, Ignored: 1}, st)
+	})
+}
+
+func TestEndTakesTheNamedOutcome(t *testing.T) {
+	lim := newLimiter(t, &recorder{}, 1, 10, 4)
+	for _, o := range []adaptive.Outcome{adaptive.Success, adaptive.Dropped, adaptive.Ignored, adaptive.Outcome(9)} {
+		var p adaptive.Permit
+		require.True(t, lim.TryAcquire(&p))
+		p.End(o)
+	}
+	st := lim.Stats()
+	require.Equal(t, [3]uint64{1, 1, 2}, [3]uint64{st.Success, st.Dropped, st.Ignored})
+}
+
+func TestControllerMovesTheSemaphoreLimitWithinBounds(t *testing.T) {
+	tests := []struct {
+		name string
+		next float64
+		want int64
+	}{
+		{"raise", 7.9, 7},
+		{"lower", 2, 2},
+		{"above max", 50, 10},
+		{"below min", 0.2, 2},
+		{"not a number", nan(), 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctrl := &fixed{limit: tt.next}
+			lim := newLimiter(t, ctrl, 2, 10, 4)
+			var p adaptive.Permit
+			require.True(t, lim.TryAcquire(&p))
+			p.Success()
+			require.Equal(t, tt.want, lim.Stats().Limit)
+		})
+	}
+}
+
+func nan() float64 { zero := 0.0; return zero / zero }
+
+func TestLoweringTheLimitRevokesNothing(t *testing.T) {
+	ctrl := &fixed{limit: 1}
+	lim := newLimiter(t, ctrl, 1, 10, 4)
+	var ps [4]adaptive.Permit
+	for i := range ps {
+		require.True(t, lim.TryAcquire(&ps[i]))
+	}
+	ps[0].Success() // the controller lowers the limit to 1
+	st := lim.Stats()
+	require.Equal(t, int64(1), st.Limit)
+	require.Equal(t, int64(3), st.InFlight, "the requests in flight keep their permits")
+
+	var p adaptive.Permit
+	require.False(t, lim.TryAcquire(&p), "nothing is admitted while more than the limit are out")
+	ps[1].Success()
+	ps[2].Success()
+	require.False(t, lim.TryAcquire(&p), "one still out fills a limit of 1")
+	ps[3].Success()
+	require.True(t, lim.TryAcquire(&p))
+	p.Ignore()
+}
+
+func TestAcquireWaitsForAFreeSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := newLimiter(t, &fixed{limit: 1}, 1, 10, 1)
+		var held adaptive.Permit
+		require.NoError(t, lim.Acquire(context.Background(), &held))
+
+		done := make(chan error)
+		var p adaptive.Permit
+		go func() { done <- lim.Acquire(context.Background(), &p) }()
+		synctest.Wait()
+		require.Equal(t, 1, lim.Stats().Waiters)
+
+		held.Success()
+		require.NoError(t, <-done)
+		require.Equal(t, time.Now(), p.Start())
+		p.Success()
+	})
+}
+
+func TestAcquireReturnsTheContextError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := newLimiter(t, &fixed{limit: 1}, 1, 10, 1)
+		var held, p adaptive.Permit
+		require.True(t, lim.TryAcquire(&held))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err := lim.Acquire(ctx, &p)
+		require.Equal(t, context.DeadlineExceeded, err, "ctx.Err(), unwrapped")
+		require.Equal(t, time.Time{}, p.Start())
+		require.Equal(t, int64(1), lim.Stats().InFlight)
+		held.Ignore()
+	})
+}
+
+func TestCloseFailsWaitersAndLaterAcquires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := newLimiter(t, &fixed{limit: 1}, 1, 10, 1)
+		var held adaptive.Permit
+		require.True(t, lim.TryAcquire(&held))
+		done := make(chan error)
+		go func() {
+			var p adaptive.Permit
+			done <- lim.Acquire(context.Background(), &p)
+		}()
+		synctest.Wait()
+		lim.Close()
+		require.ErrorIs(t, <-done, atomicsem.ErrClosed)
+
+		var p adaptive.Permit
+		require.False(t, lim.TryAcquire(&p))
+		require.ErrorIs(t, lim.Acquire(context.Background(), &p), atomicsem.ErrClosed)
+		held.Success() // a permit out before Close may still end
+		st := lim.Stats()
+		require.True(t, st.Closed)
+		require.Equal(t, int64(0), st.InFlight)
+		lim.Close() // closing twice does nothing
+	})
+}
+
+func TestPermitMisusePanicsAndChangesNothing(t *testing.T) {
+	lim := newLimiter(t, &recorder{}, 1, 10, 2)
+	var zero adaptive.Permit
+	for _, end := range []func(){zero.Success, zero.Dropped, zero.Ignore} {
+		requirePanicPrefix(t, end)
+	}
+
+	var p adaptive.Permit
+	require.True(t, lim.TryAcquire(&p))
+	requirePanicPrefix(t, func() { lim.TryAcquire(&p) })
+	requirePanicPrefix(t, func() { _ = lim.Acquire(context.Background(), &p) })
+	require.Equal(t, int64(1), lim.Stats().InFlight, "acquiring into a live permit takes nothing")
+
+	p.Success()
+	requirePanicPrefix(t, p.Success)
+	requirePanicPrefix(t, p.Dropped)
+	st := lim.Stats()
+	require.Equal(t, uint64(1), st.Success)
+	require.Equal(t, uint64(0), st.Dropped)
+	require.Equal(t, int64(0), st.InFlight)
+
+	require.True(t, lim.TryAcquire(&p), "an ended permit can be filled in again")
+	p.Ignore()
+}
+
+func requirePanicPrefix(t *testing.T, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		require.NotNil(t, r, "no panic")
+		err, ok := r.(error)
+		require.True(t, ok, "panic value %v is not an error", r)
+		require.Regexp(t, "^adaptive: ", err.Error())
+		require.False(t, errors.Is(err, context.Canceled))
+	}()
+	f()
+}

@@ -1,0 +1,124 @@
+package adaptive
+
+import (
+	"time"
+
+	"github.com/atomicsem/atomicsem/token"
+)
+
+// Permit is one admitted request's slot under a Limiter's limit. It ends in
+// exactly one of three ways (or through End, which names the way), each of
+// which frees the slot:
+//
+//   - Success: the request completed; its round-trip time, measured from the
+//     acquire, is a sample for the controller.
+//   - Dropped: the request failed in a way that signals overload (it timed
+//     out, or a downstream service answered with a rate-limit or overload
+//     status); the controller backs off.
+//   - Ignore: the outcome says nothing about load (a client error, a
+//     cancelled request); the controller does not see it.
+//
+// A Permit is filled in by Limiter.Acquire or Limiter.TryAcquire, into a
+// variable the caller declares; once ended it may be filled in again. It
+// must not be copied (it holds a token.Token; go vet reports copies): pass a
+// *Permit. It belongs to one goroutine at a time.
+//
+// The zero Permit holds nothing. It is a run-time error to end a Permit
+// that is not live (the zero Permit, or one already ended), or to acquire
+// into one that is; the panic message begins "adaptive: ", and the limiter
+// is left unchanged.
+type Permit struct {
+	l        *Limiter
+	tok      token.Token
+	inFlight int64
+	start    time.Duration // since l.epoch
+}
+
+// Success ends the permit as a completed request and frees its slot.
+func (p *Permit) Success() { p.end(false) }
+
+// Dropped ends the permit as a request that timed out or was refused for
+// overload, and frees its slot.
+func (p *Permit) Dropped() { p.end(true) }
+
+// Ignore ends the permit without a sample for the controller and frees its
+// slot.
+func (p *Permit) Ignore() {
+	l := p.take()
+	l.inFlight.Add(-1)
+	p.tok.Release()
+	l.ignore()
+}
+
+// Start returns when the permit was acquired; the zero time for the zero
+// Permit or one already ended.
+func (p *Permit) Start() time.Time {
+	if p.l == nil {
+		return time.Time{}
+	}
+	return p.l.epoch.Add(p.start)
+}
+
+// end frees the slot, then gives the sample to the controller: the slot is
+// free before the limiter's lock is taken, so a request that waits for it
+// does not wait for the controller too.
+func (p *Permit) end(dropped bool) {
+	l := p.take()
+	s := Sample{Start: l.epoch.Add(p.start), RTT: time.Since(l.epoch) - p.start, InFlight: p.inFlight, Dropped: dropped}
+	l.inFlight.Add(-1)
+	p.tok.Release()
+	l.record(s)
+}
+
+// take marks the permit ended and returns its limiter, or panics if the
+// permit was not live.
+func (p *Permit) take() *Limiter {
+	l := p.l
+	if l == nil {
+		panic(errEnded)
+	}
+	p.l = nil
+	return l
+}
+
+// mustBeFree panics if p is live: acquiring into it would lose its slot.
+func (p *Permit) mustBeFree() {
+	if p.l != nil {
+		panic(errLive)
+	}
+}
+
+// permitMisuse is the panic value of misusing a Permit.
+type permitMisuse string
+
+func (m permitMisuse) Error() string { return string(m) }
+
+var (
+	errEnded error = permitMisuse("adaptive: ending a Permit that is not live (the zero Permit, or one already ended)")
+	errLive  error = permitMisuse("adaptive: acquiring into a live Permit")
+)
+
+// Outcome is how a request ended, for Permit.End and the HTTP helpers.
+type Outcome uint8
+
+const (
+	// Success is a completed request; its RTT is a sample.
+	Success Outcome = iota
+	// Dropped is a request that timed out or was refused for overload.
+	Dropped
+	// Ignored is a request whose outcome says nothing about load.
+	Ignored
+)
+
+// End ends the permit with outcome o: Success, Dropped or Ignored, as the
+// methods of those names do. Any other value counts as Ignored.
+func (p *Permit) End(o Outcome) {
+	switch o {
+	case Success:
+		p.Success()
+	case Dropped:
+		p.Dropped()
+	default:
+		p.Ignore()
+	}
+}

@@ -1,0 +1,132 @@
+package adaptive
+
+import (
+	"math"
+	"time"
+)
+
+// probe measures the RTT a service shows without a queue, for the
+// delay-based controllers (Gradient2's baseline, Vegas's rttNoLoad), as
+// Envoy's adaptive concurrency filter measures its minimum RTT: at a lower
+// limit, never from the samples of the limit under test.
+//
+// A probe lowers the limit to probeFactor of what it was, ignores the
+// requests admitted before, and takes the mean RTT of about one limit's
+// worth of the next ones (at least ten). While a step's mean differs by
+// more than 10 % from the previous step's (for the first, from the
+// baseline the controller had), or a step saw a drop, it takes another
+// step down: a limit that still queues gives a mean that falls with it,
+// and two steps that agree show the RTT that no queue changes. The
+// smallest mean of the steps is the measurement. The probe keeps the mean
+// RTT of every step, so that its controller can choose the limit to go
+// back to (see exit).
+//
+// A queue that the limit builds therefore never enters the measurement,
+// however long it has stood: a service queued from its first request, or
+// whose capacity falls, shows its unloaded RTT at the step that first
+// drops below its capacity.
+type probe struct {
+	active  bool
+	saved   float64       // the limit before the probe
+	before  time.Duration // the mean RTT of the last window before the probe; 0 if unknown
+	limit   float64       // the limit of this step
+	since   time.Time     // samples of requests admitted earlier are ignored
+	n       int           // samples taken in this step
+	sum     time.Duration // of their RTTs
+	dropped bool          // whether this step saw a drop
+	best    time.Duration // the mean RTT of the previous step, or the baseline
+	steps   []probeStep   // the finished steps that saw no drop
+}
+
+// probeStep is a finished step of a probe: its limit and mean RTT.
+type probeStep struct {
+	limit float64
+	mean  time.Duration
+}
+
+// probeFactor is what each probe step multiplies the limit by. Settled, a
+// delay-based controller holds the limit a little above the service's
+// capacity, so one step of three quarters takes it below capacity, where
+// nothing queues, while leaving most of the throughput; a limit far above
+// capacity takes a few more steps.
+const probeFactor = 0.75
+
+// begin starts a probe from limit, whose last window had a mean RTT of
+// before (0 if unknown), comparing its first step with baseline (0 for
+// none), and counting only the requests admitted from at on. It returns
+// the first step's limit.
+func (p *probe) begin(limit float64, before, baseline time.Duration, at time.Time) float64 {
+	// The first step compares with the current baseline: when lowering
+	// the limit does not beat it, the baseline stands after one step.
+	*p = probe{active: true, saved: limit, before: before, best: baseline, steps: p.steps[:0]}
+	return p.step(limit*probeFactor, at)
+}
+
+// step starts a probe step at limit, counting only the requests admitted
+// from since on, and returns the step's limit.
+func (p *probe) step(limit float64, since time.Time) float64 {
+	p.limit = math.Max(1, limit)
+	p.since = since
+	p.n, p.sum, p.dropped = 0, 0, false
+	return p.limit
+}
+
+// add takes sample s during a probe. It returns the limit to use and
+// whether s ended the probe, with the RTT the probe measured if it did. It
+// requires p.active.
+func (p *probe) add(s Sample) (limit float64, rtt time.Duration, done bool) {
+	if s.Start.Before(p.since) {
+		return p.limit, 0, false // admitted before this step
+	}
+	if s.Dropped {
+		p.dropped = true // the step still overloads; its RTTs are cut short
+		return p.limit, 0, false
+	}
+	p.n++
+	p.sum += s.RTT
+	if float64(p.n) < math.Max(p.limit, 10) {
+		return p.limit, 0, false
+	}
+	mean := p.sum / time.Duration(p.n)
+	if !p.dropped {
+		p.steps = append(p.steps, probeStep{p.limit, mean})
+	}
+	// A step that disagrees with the previous one may still queue: take
+	// another step down, unless the limit is as low as it goes.
+	if (p.dropped || p.best == 0 || !near(mean, p.best)) && p.limit > 1 {
+		p.best = mean
+		if p.dropped {
+			p.best = 0 // cut short by timeouts: not a mean to compare with
+		}
+		return p.step(p.limit*probeFactor, s.End()), 0, false
+	}
+	for _, st := range p.steps {
+		mean = min(mean, st.mean)
+	}
+	p.active = false
+	return p.limit, mean, true
+}
+
+// exit returns the limit to go back to after a probe: the limit before it,
+// if fits accepts that limit with the RTT its last window had; else the
+// largest probed limit that fits accepts with the RTT its step measured,
+// or the last step's limit if it accepts none. fits reports whether a
+// limit with a given RTT holds no more queue than its controller allows,
+// judged against the measurement the probe has just made.
+func (p *probe) exit(fits func(limit float64, rtt time.Duration) bool) float64 {
+	if p.before != 0 && fits(p.saved, p.before) {
+		return p.saved
+	}
+	next := p.limit
+	for _, st := range p.steps {
+		if fits(st.limit, st.mean) {
+			next = max(next, st.limit)
+		}
+	}
+	return next
+}
+
+// near reports whether a and b are within 10 % of each other.
+func near(a, b time.Duration) bool {
+	return float64(a) <= 1.1*float64(b) && float64(b) <= 1.1*float64(a)
+}

@@ -1,0 +1,199 @@
+package adaptive
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Vegas is the delay-based controller of Netflix's concurrency-limits
+// (VegasLimit), after TCP Vegas, with its unloaded RTT measured at a lower
+// limit. It estimates the queue the limit builds in the service from the
+// ratio of the unloaded RTT to the current one,
+//
+//	queue = limit × (1 − rttNoLoad / rtt)
+//
+// and moves the limit to keep that queue between Alpha and Beta requests,
+// once per window of samples as AIMD does (rtt is the window's mean):
+// up by Beta when the queue is at most log10(limit) (no queueing), up by
+// log10(limit) below Alpha, down by log10(limit) above Beta and on a drop,
+// and not at all in between or while fewer than half the limit are in
+// flight. The step is blended with the current limit by Smoothing.
+// Netflix's VegasLimit takes these steps on every sample; taken once per
+// round trip instead, they are TCP Vegas's.
+//
+// # What differs from Netflix's VegasLimit, and why
+//
+// Netflix's rttNoLoad is the smallest RTT seen, and every ProbeMultiplier ×
+// limit samples or so it is replaced by the RTT of the next sample, so that
+// it can follow a service whose unloaded latency rises. A service queued
+// from the first request (a limit that starts far above its capacity), or
+// whose capacity falls, never shows it the unloaded RTT: the smallest RTT
+// seen is a queued one, and the replacement adopts another. The queue then
+// looks empty and the limit stays where it is, or climbs; only drops bring
+// it down, by log10(limit) a window, and every request waits out the
+// queue.
+//
+// This Vegas measures rttNoLoad as Gradient2 measures its baseline, in a
+// probe at a lower limit, as Envoy's adaptive concurrency filter measures
+// its minimum RTT and BBR its round-trip propagation time. At the first
+// sample, and then every ProbeMultiplier × limit samples (times a jitter
+// in [0.5, 1), so that limiters started together probe apart), it lowers
+// the limit to three quarters, ignores the requests admitted before, and
+// takes the mean RTT of about one limit's worth of the next ones (at least
+// ten). While a step's mean differs by more than 10 % from the last step's
+// (for the first, from rttNoLoad), or a step saw a drop, it takes another
+// step down. The smallest mean of the steps becomes rttNoLoad. The limit
+// then goes back to what it was if the queue its last window showed,
+// estimated against the new rttNoLoad, is at most Beta (the rule would not
+// lower it); else to the largest probed limit whose queue was, from which
+// the rule takes over. A queue the limit builds therefore never becomes
+// the unloaded RTT, and a service whose own latency rises is followed at
+// the next probe; one whose latency falls is followed at once, since a
+// window whose mean RTT is below rttNoLoad lowers it.
+//
+// A probe costs throughput while it lasts: settled a few requests above
+// the capacity, a step of three quarters leaves the service below
+// capacity for about two round trips, once every 15 to 30 round trips
+// with the default ProbeMultiplier.
+//
+// Set the fields before passing the Vegas to New; a Vegas serves one
+// Limiter. The zero value uses the defaults.
+type Vegas struct {
+	// Alpha is the queue size below which the limit grows; 0 means
+	// 3 × log10(limit).
+	Alpha int
+	// Beta is the queue size above which the limit shrinks; 0 means
+	// 6 × log10(limit).
+	Beta int
+	// Smoothing in (0, 1] is the weight of the new limit against the
+	// current one; 0 means 1, no smoothing.
+	Smoothing float64
+	// ProbeMultiplier sets how often a probe measures rttNoLoad afresh:
+	// every ProbeMultiplier × limit samples, times a jitter in [0.5, 1);
+	// 0 means 30.
+	ProbeMultiplier int
+
+	rttNoLoad  time.Duration // the probe's measurement, or a lower window mean since
+	last       time.Duration // the mean RTT of the last window that was not application-limited
+	win        window
+	probe      probe
+	probeCount int     // samples since the last probe ended
+	jitter     float64 // in [0.5, 1): scales the interval between probes
+	rng        rand.PCG
+	seeded     bool
+}
+
+func (v *Vegas) check() error {
+	switch {
+	case v.Alpha < 0 || v.Beta < 0:
+		return fmt.Errorf("Vegas.Alpha %d and Beta %d must not be negative", v.Alpha, v.Beta)
+	case v.Alpha != 0 && v.Beta != 0 && v.Alpha > v.Beta:
+		return fmt.Errorf("Vegas.Alpha %d is above Beta %d", v.Alpha, v.Beta)
+	case v.Smoothing < 0 || v.Smoothing > 1:
+		return fmt.Errorf("Vegas.Smoothing %v is outside (0, 1]", v.Smoothing)
+	case v.ProbeMultiplier < 0:
+		return fmt.Errorf("Vegas.ProbeMultiplier %d is negative", v.ProbeMultiplier)
+	}
+	return nil
+}
+
+// Next implements Controller.
+func (v *Vegas) Next(limit float64, s Sample) float64 {
+	if v.probe.active {
+		return v.probeNext(s)
+	}
+	if !v.seeded {
+		// Seeded from the first sample's time, so that limiters started
+		// apart probe apart, and a run in fake time is reproducible.
+		v.rng.Seed(uint64(s.Start.UnixNano()), 0x9e3779b97f4a7c15)
+		v.seeded = true
+	}
+	v.probeCount++
+	if v.rttNoLoad == 0 || v.jitter*float64(orDefaultInt(v.ProbeMultiplier, 30))*limit <= float64(v.probeCount) {
+		return v.probe.begin(limit, v.last, v.rttNoLoad, s.End())
+	}
+
+	s, ok := v.win.add(limit, s)
+	if !ok {
+		return limit
+	}
+	lg := log10Floor(limit)
+	next := limit - lg // a drop
+	if !s.Dropped {
+		if s.RTT <= 0 {
+			return limit // no time to judge by
+		}
+		// A window faster than rttNoLoad shows a service that got faster
+		// since the probe; a slower one is left to the next probe, which
+		// tells a slower service from a queue.
+		v.rttNoLoad = min(v.rttNoLoad, s.RTT)
+		if float64(s.InFlight)*2 < limit {
+			return limit // application-limited: the RTT says nothing about the limit
+		}
+		v.last = s.RTT
+		switch queue := v.queue(limit, s.RTT); {
+		case queue <= lg:
+			next = limit + v.beta(limit)
+		case queue < v.alpha(limit):
+			next = limit + lg
+		case queue > v.beta(limit):
+			next = limit - lg
+		default:
+			return limit
+		}
+	}
+	sm := orDefault(v.Smoothing, 1)
+	return (1-sm)*limit + sm*math.Max(1, next)
+}
+
+// probeNext takes a sample during a probe and returns the limit to use.
+func (v *Vegas) probeNext(s Sample) float64 {
+	limit, rtt, done := v.probe.add(s)
+	if !done {
+		return limit
+	}
+	v.rttNoLoad = rtt
+	v.resetProbe()
+	v.win.restart(s.End())
+	// Go back to the limit before the probe if Vegas would not have
+	// lowered it, measured against the new rttNoLoad; else to the largest
+	// probed limit it would not lower, and let the rule raise it from
+	// there.
+	return v.probe.exit(func(limit float64, rtt time.Duration) bool {
+		return v.queue(limit, rtt) <= v.beta(limit)
+	})
+}
+
+// queue returns the queue that limit builds in the service, as estimated
+// from its RTT: limit × (1 − rttNoLoad/rtt), rounded up.
+func (v *Vegas) queue(limit float64, rtt time.Duration) float64 {
+	return math.Ceil(limit * (1 - float64(v.rttNoLoad)/float64(rtt)))
+}
+
+func (v *Vegas) alpha(limit float64) float64 {
+	return float64(orDefaultInt(v.Alpha, int(3*log10Floor(limit))))
+}
+
+func (v *Vegas) beta(limit float64) float64 {
+	return float64(orDefaultInt(v.Beta, int(6*log10Floor(limit))))
+}
+
+func (v *Vegas) resetProbe() {
+	v.probeCount = 0
+	v.jitter = 0.5 + 0.5*float64(v.rng.Uint64()>>11)/(1<<53)
+}
+
+// log10Floor returns ⌊log10(x)⌋, at least 1, as Netflix's Log10RootFunction.
+func log10Floor(x float64) float64 {
+	return math.Max(1, math.Floor(math.Log10(x)))
+}
+
+// orDefaultInt returns v, or def when v is zero.
+func orDefaultInt(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,139 @@
+package credit
+
+import (
+	"math"
+	"math/big"
+	"math/bits"
+)
+
+// maxDenominator bounds the denominator q of the fraction p/q credits per
+// second that a rate is held as. With it, q·10^9, the nanoseconds in q
+// seconds, fits the 64-bit divisor that bits.Div64 takes, and every rate
+// that is a fraction with a denominator up to it, which the float64 carries
+// to its precision (whole rates, decimals such as 7.3, periods such as
+// 1.0/3600), is held exactly.
+const maxDenominator = 1_000_000_000
+
+// ratio is a rate as a fraction of integers: num credits every den
+// nanoseconds. The zero ratio accrues nothing; inf accrues without limit.
+type ratio struct {
+	num, den uint64 // den > 0; num == 0 for a rate of zero
+	inf      bool
+}
+
+// ratioOf returns the fraction p/q credits per second nearest to rate with
+// q ≤ maxDenominator, as credits per nanosecond. It requires rate ≥ 0 and
+// not NaN. Rates of 2^63 per second and above are unlimited, as is +Inf;
+// rates below one credit in 2·10^9 seconds (63 years) round to zero.
+func ratioOf(rate float64) ratio {
+	switch {
+	case math.IsInf(rate, 1) || rate >= 1<<63:
+		return ratio{inf: true}
+	case rate == 0:
+		return ratio{den: 1}
+	}
+	p, q := limitDenominator(new(big.Rat).SetFloat64(rate), maxDenominator)
+	if p == 0 {
+		return ratio{den: 1}
+	}
+	// p credits per q seconds is p credits per q·10^9 nanoseconds.
+	num, den := p, q*1_000_000_000
+	g := gcd(num, den)
+	return ratio{num: num / g, den: den / g}
+}
+
+// limitDenominator returns the fraction p/q nearest to x with 1 ≤ q ≤ maxQ,
+// walking x's continued fraction to the last convergent within the bound
+// and then weighing it against the best semiconvergent after it. x is
+// positive and below 2^63; so p fits a uint64 (it is at most x·q rounded).
+func limitDenominator(x *big.Rat, maxQ int64) (p, q uint64) {
+	n, d := new(big.Int).Set(x.Num()), new(big.Int).Set(x.Denom())
+	bound := big.NewInt(maxQ)
+	p0, q0, p1, q1 := big.NewInt(0), big.NewInt(1), big.NewInt(1), big.NewInt(0)
+	a, q2, t := new(big.Int), new(big.Int), new(big.Int)
+	for d.Sign() != 0 {
+		a.Quo(n, d)
+		q2.Mul(a, q1).Add(q2, q0)
+		if q2.Cmp(bound) > 0 {
+			break
+		}
+		t.Mul(a, p1).Add(t, p0)
+		p0, p1 = p1, new(big.Int).Set(t)
+		q0, q1 = q1, new(big.Int).Set(q2)
+		t.Mul(a, d)
+		n, d = d, new(big.Int).Sub(n, t)
+	}
+	if d.Sign() == 0 { // x itself has a denominator within the bound
+		return p1.Uint64(), q1.Uint64()
+	}
+	// The semiconvergent with the largest denominator within the bound.
+	k := new(big.Int).Sub(bound, q0)
+	k.Quo(k, q1)
+	sp := new(big.Int).Mul(k, p1)
+	sp.Add(sp, p0)
+	sq := new(big.Int).Mul(k, q1)
+	sq.Add(sq, q0)
+	semi := new(big.Rat).SetFrac(sp, sq)
+	conv := new(big.Rat).SetFrac(p1, q1)
+	if distance(semi, x).Cmp(distance(conv, x)) < 0 {
+		return sp.Uint64(), sq.Uint64()
+	}
+	return p1.Uint64(), q1.Uint64()
+}
+
+func distance(a, b *big.Rat) *big.Rat {
+	d := new(big.Rat).Sub(a, b)
+	return d.Abs(d)
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// credits returns how many whole credits accrue in d nanoseconds,
+// floor(d·num/den), or math.MaxUint64 if that does not fit. The product is
+// taken in 128 bits, so nothing overflows before the quotient does.
+func (r ratio) credits(d uint64) uint64 {
+	if r.inf {
+		return math.MaxUint64
+	}
+	hi, lo := bits.Mul64(d, r.num)
+	if hi >= r.den {
+		return math.MaxUint64
+	}
+	c, _ := bits.Div64(hi, lo, r.den)
+	return c
+}
+
+// timeFor returns the least d in nanoseconds for which credits(d) ≥ c,
+// ceil(c·den/num), and false if the rate is zero or unlimited or d does not
+// fit an int64.
+func (r ratio) timeFor(c uint64) (int64, bool) {
+	if r.inf || r.num == 0 {
+		return 0, false
+	}
+	hi, lo := bits.Mul64(c, r.den)
+	if hi >= r.num {
+		return 0, false
+	}
+	d, rem := bits.Div64(hi, lo, r.num)
+	if rem != 0 {
+		d++
+	}
+	if d == 0 && rem != 0 || d > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(d), true
+}
+
+// period returns the length of the shortest stretch of whole nanoseconds
+// that accrues a whole number of credits exactly: den/g nanoseconds for
+// num/g credits, g = gcd(num, den). Accrual may be rebased by whole periods
+// without losing a fraction.
+func (r ratio) period() (ns, credits uint64) {
+	g := gcd(r.num, r.den)
+	return r.den / g, r.num / g
+}

@@ -1,6 +1,0 @@
-//go:build race
-
-package event_test
-
-// raceBuild reports whether this is a -race build (see skipUnderRace).
-const raceBuild = true
