@@ -200,39 +200,57 @@ func (s *Semaphore) cleanUp(ctx context.Context, key string, err error) error {
 	return err
 }
 
-// grant grants grantees, at most grantBatch waiters admitted in a view
-// whose config was cfg, starting with the first, in one transaction. It
-// commits only if the config key's mod revision is still cfg's, so that
-// the limit has not moved and the semaphore has not closed since the
-// view, and each grantee's key is unchanged, still waiting; the comment
-// at admitted says why the grantees are then admitted at the commit's
-// revision too.
+// A grantReq is one grant transaction, computed from a view of the
+// semaphore: the waiters it grants and, for TryAcquire and TryForget, the
+// arrival it admits behind them.
+type grantReq struct {
+	cfg      config   // the view's config
+	grantees []*entry // at most grantBatch waiters the view admits, from the first
+	// For an arrival admitted behind them: the view's revision; and the
+	// key to create, held, for TryAcquire, or the limit to write into the
+	// config, for TryForget.
+	arrival  bool
+	viewRev  int64
+	newKey   string
+	newN     int64
+	newLimit int64
+	orElse   []clientv3.Op // what the transaction runs if it does not commit
+}
+
+// grant makes the grant g in one transaction. It commits only if the
+// config key's mod revision is still the view's, so that the limit has not
+// moved and the semaphore has not closed since the view, and each
+// grantee's key is unchanged, still waiting; the comment at admitted says
+// why the grantees are then admitted at the commit's revision too.
 //
-// If newKey is not empty, the transaction also creates newKey holding newN
-// permits under the session's lease: an arrival granted at once, for
-// TryAcquire, admitted in the view at revision viewRev. Its place in line
-// is the commit's revision, not the view's, so it commits only if no
-// acquirer's key has been created since the view (one would be ahead of
-// it, and the view did not weigh it), and only if newKey has never been
-// created (see cleanUp). orElse are the operations the transaction runs if
-// it does not commit.
-func (s *Semaphore) grant(ctx context.Context, cfg config, grantees []*entry, newKey string, newN, viewRev int64, orElse ...clientv3.Op) (*clientv3.TxnResponse, error) {
-	cmps := make([]clientv3.Cmp, 0, len(grantees)+3)
-	ops := make([]clientv3.Op, 0, len(grantees)+1)
-	cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.cfgKey), "=", cfg.mod))
-	for _, e := range grantees {
+// An arrival's place in line is the commit's revision, not the view's, so
+// an arrival's grant also requires that no acquirer's key has been
+// created since the view (one would be ahead of it, and the view did not
+// weigh it); and a key it creates, that the key has never been created
+// (see cleanUp).
+func (s *Semaphore) grant(ctx context.Context, g grantReq) (*clientv3.TxnResponse, error) {
+	cmps := make([]clientv3.Cmp, 0, len(g.grantees)+3)
+	ops := make([]clientv3.Op, 0, len(g.grantees)+1)
+	cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.cfgKey), "=", g.cfg.mod))
+	for _, e := range g.grantees {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.key), "=", e.mod))
 		ops = append(ops, clientv3.OpPut(e.key, entryValue(true, e.n), clientv3.WithIgnoreLease()))
 	}
-	if newKey != "" {
-		cmps = append(cmps,
-			clientv3.Compare(clientv3.CreateRevision(s.keyDir), "<", viewRev+1).WithPrefix(),
-			clientv3.Compare(clientv3.CreateRevision(newKey), "=", 0))
-		ops = append(ops, clientv3.OpPut(newKey, entryValue(true, newN), clientv3.WithLease(s.session.Lease())))
+	if g.arrival {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keyDir), "<", g.viewRev+1).WithPrefix())
+		switch {
+		case g.newKey != "":
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(g.newKey), "=", 0))
+			ops = append(ops, clientv3.OpPut(g.newKey, entryValue(true, g.newN), clientv3.WithLease(s.session.Lease())))
+		default:
+			next := g.cfg
+			next.Limit = g.newLimit
+			ops = append(ops, clientv3.OpPut(s.cfgKey, next.encode()))
+		}
 	}
 	rctx, cancel := s.rpcContext(ctx)
 	defer cancel()
-	return s.client.Txn(rctx).If(cmps...).Then(ops...).Else(orElse...).Commit()
+	return s.client.Txn(rctx).If(cmps...).Then(ops...).Else(g.orElse...).Commit()
 }
 
 // A waiter is an Acquire whose key is written. It looks at the semaphore
@@ -306,7 +324,7 @@ func (w *waiter) wait(st step) (token.Token, error) {
 		case st.closed:
 			return token.Token{}, s.cleanUp(ctx, w.key, ErrClosed)
 		case st.grantees != nil && yield <= 0:
-			resp, err := s.grant(ctx, st.cfg, st.grantees, "", 0, 0)
+			resp, err := s.grant(ctx, grantReq{cfg: st.cfg, grantees: st.grantees})
 			if err != nil {
 				return token.Token{}, s.cleanUp(ctx, w.key, s.rpcError(ctx, err))
 			}
@@ -456,19 +474,24 @@ func (s *Semaphore) tryFrom(ctx context.Context, n int64, v *view) (token.Token,
 		if len(grantees) == 0 || grantees[len(grantees)-1] != me {
 			return token.Token{}, false, nil
 		}
-		ahead, create := grantees[:len(grantees)-1], key
-		if len(ahead) >= grantBatch {
-			ahead, create = ahead[:grantBatch], "" // serve those first, then look again
+		g := grantReq{
+			cfg: v.cfg, grantees: grantees[:len(grantees)-1],
+			arrival: true, viewRev: v.rev, newKey: key, newN: n,
+			orElse: []clientv3.Op{clientv3.OpGet(s.prefix, clientv3.WithPrefix())},
 		}
-		resp, err := s.grant(ctx, v.cfg, ahead, create, n, v.rev, clientv3.OpGet(s.prefix, clientv3.WithPrefix()))
+		if len(g.grantees) >= grantBatch {
+			// Serve those first, then look again.
+			g.grantees, g.arrival = g.grantees[:grantBatch], false
+		}
+		resp, err := s.grant(ctx, g)
 		if err != nil {
 			err = s.rpcError(ctx, err)
-			if create != "" {
+			if g.arrival {
 				err = s.cleanUp(ctx, key, err)
 			}
 			return token.Token{}, false, err
 		}
-		if resp.Succeeded && create != "" {
+		if resp.Succeeded && g.arrival {
 			return s.tokenFor(key, n, resp.Header.Revision), true, nil
 		}
 		if resp.Succeeded {

@@ -52,6 +52,15 @@ func (c conformant) TryAcquire(n int64) (tok token.Token, ok bool) {
 	return
 }
 
+// TryForget implements semtest.Forgetter.
+func (c conformant) TryForget(n int64) (int64, bool) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	limit, ok, err := c.Semaphore.TryForget(ctx, n)
+	c.check(fmt.Sprintf("TryForget(%d)", n), err)
+	return limit, ok
+}
+
 func (c conformant) TryRelease(n int64) bool {
 	ctx, cancel := c.ctx()
 	defer cancel()

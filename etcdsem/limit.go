@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -45,12 +46,13 @@ func (s *Semaphore) TryRelease(ctx context.Context, n int64) (ok bool, err error
 
 // Refill adds up to n new permits, as many as the ceiling allows, and
 // returns how many it added, counting permits held by tokens against the
-// maximum as TryRelease does. Refill(0) adds nothing and asks etcd nothing.
+// maximum as TryRelease does; n may be any size. Refill(0) adds nothing and
+// asks etcd nothing.
 //
-// On failure it returns 0 and ErrInvalidPermits if n < 0 or n > MaxPermits,
-// ErrClosed after Close, or the errors of a round trip.
+// On failure it returns 0 and ErrInvalidPermits if n < 0, ErrClosed after
+// Close, or the errors of a round trip.
 func (s *Semaphore) Refill(ctx context.Context, n int64) (added int64, err error) {
-	if n < 0 || n > MaxPermits {
+	if n < 0 {
 		return 0, fmt.Errorf("%w: Refill(%d)", ErrInvalidPermits, n)
 	}
 	if n == 0 {
@@ -166,5 +168,79 @@ func (s *Semaphore) changeConfig(ctx context.Context, change func(config) (confi
 			return err
 		}
 		s.noteConfig(c)
+	}
+}
+
+// TryForget takes n available permits out of circulation at once and
+// reports whether it did: the available count and the limit both fall by
+// n, as TryAcquire(n) followed by Forget on its token would leave them, but
+// in one transaction and without a token. It returns the limit as it left
+// it (as it found it, on a refusal), so that a caller that adds permits up
+// to the maximum, as credit accrues, can see the room left: TryForget(0)
+// takes nothing and only reads the limit.
+//
+// TryForget follows TryAcquire's rules: it refuses (ok false, err nil),
+// changing nothing, when fewer than n permits are available or when it
+// would take permits ahead of a waiter that the current limit admits, on
+// any handle. Waiters that the rules admit ahead of it are granted in the
+// same transaction. It takes two round trips, one to read and one to
+// write, and one more for each change of another handle that comes
+// between.
+//
+// On failure it returns false and ErrInvalidPermits if n < 0 or
+// n > MaxPermits, ErrClosed after Close, or the errors of a round trip.
+func (s *Semaphore) TryForget(ctx context.Context, n int64) (limit int64, ok bool, err error) {
+	if n < 0 || n > MaxPermits {
+		return 0, false, fmt.Errorf("%w: TryForget(%d)", ErrInvalidPermits, n)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	if err := s.alive(); err != nil {
+		return 0, false, err
+	}
+	v, err := s.read(ctx)
+	for {
+		if err != nil {
+			return 0, false, err
+		}
+		if v.cfg.Closed {
+			return v.cfg.Limit, false, ErrClosed
+		}
+		if n == 0 {
+			return v.cfg.Limit, true, nil
+		}
+		// The permits are an arrival's that is granted and forgotten at
+		// once: it must be admitted, behind every waiter.
+		me := &entry{n: n, create: math.MaxInt64}
+		grantees := v.admitted(me)
+		if len(grantees) == 0 || grantees[len(grantees)-1] != me {
+			return v.cfg.Limit, false, nil
+		}
+		g := grantReq{
+			cfg: v.cfg, grantees: grantees[:len(grantees)-1],
+			arrival: true, viewRev: v.rev, newLimit: v.cfg.Limit - n,
+			orElse: []clientv3.Op{clientv3.OpGet(s.prefix, clientv3.WithPrefix())},
+		}
+		if len(g.grantees) >= grantBatch {
+			// Serve those first, then look again.
+			g.grantees, g.arrival = g.grantees[:grantBatch], false
+		}
+		var resp *clientv3.TxnResponse
+		resp, err = s.grant(ctx, g)
+		switch {
+		case err != nil:
+			return 0, false, s.rpcError(ctx, err)
+		case resp.Succeeded && g.arrival:
+			next := v.cfg
+			next.Limit = g.newLimit
+			next.value, next.mod = next.encode(), resp.Header.Revision
+			s.noteConfig(next)
+			return next.Limit, true, nil
+		case resp.Succeeded:
+			v, err = s.read(ctx)
+		default:
+			v, err = s.viewOf(resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
+		}
 	}
 }

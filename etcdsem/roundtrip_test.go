@@ -10,9 +10,9 @@ import (
 
 // Each call's round trips, counted by a client interceptor, on a
 // semaphore nobody else uses: an uncontended Acquire takes two (write the
-// key and read the semaphore, then grant) and opens no watch, a Release
-// one, and every config change one while the handle's view of the config
-// is current.
+// key and read the semaphore, then grant) and opens no watch; a Release
+// takes one; TryAcquire and TryForget two (read, then grant); and every
+// config change one while the handle's view of the config is current.
 func TestUncontendedCallsTakeFewRoundTrips(t *testing.T) {
 	srv := startServer(t)
 	h := newHandle(t, srv, prefixFor(t), 4, 8, handleOpts{})
@@ -58,7 +58,13 @@ func TestUncontendedCallsTakeFewRoundTrips(t *testing.T) {
 			require.Equal(t, int64(4), added)
 			require.NoError(t, err)
 		}},
-		{"SetLimit", 1, func() { require.NoError(t, h.SetLimit(ctx, 5)) }},
+		{"SetLimit", 1, func() { require.NoError(t, h.SetLimit(ctx, 6)) }},
+		{"TryForget", 2, func() {
+			limit, ok, err := h.TryForget(ctx, 1)
+			require.True(t, ok)
+			require.NoError(t, err)
+			require.Equal(t, int64(5), limit)
+		}},
 		{"Stats", 1, func() {
 			st, err := h.Stats(ctx)
 			require.NoError(t, err)

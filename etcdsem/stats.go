@@ -54,11 +54,18 @@ func (s *Semaphore) Stats(ctx context.Context) (Stats, error) {
 // semaphore: Close, then WaitIdle, is a graceful shutdown that lets every
 // holder in the fleet finish.
 //
-// WaitIdle also returns ctx.Err() if ctx is done when it is called, and the
-// errors of a round trip (ErrUnavailable, ErrSessionLost) if it cannot read
-// the semaphore.
+// WaitIdle called with a context that is already done still reads the
+// semaphore once, and returns nil if nothing is held, ctx.Err() otherwise.
+// It returns the errors of a round trip (ErrUnavailable, ErrSessionLost)
+// if it cannot read the semaphore.
 func (s *Semaphore) WaitIdle(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
+		// Nothing held means nothing to wait for, whatever ctx says: ask.
+		dctx, cancel := s.detachedContext(ctx)
+		defer cancel()
+		if v, rerr := s.read(dctx); rerr == nil && v.held() == 0 {
+			return nil
+		}
 		return err
 	}
 	v, err := s.read(ctx)

@@ -2,6 +2,7 @@ package semtest
 
 import (
 	"context"
+	"math"
 
 	"github.com/stretchr/testify/require"
 
@@ -12,6 +13,9 @@ import (
 // limitChecks are the moves of the limit: TryRelease and Refill against
 // the ceiling, Forget, SetLimit into debt and back, and Close.
 var limitChecks = []check{
+	{name: "MaxPermitsHoldsABillionBytes", f: maxPermitsHoldsABillionBytes},
+	{name: "BoundariesAtMaxPermits", f: boundariesAtMaxPermits},
+	{name: "BoundariesAtASmallerMaximum", f: boundariesAtASmallerMaximum},
 	{name: "TryReleaseCountsHeldPermitsAgainstMax", f: tryReleaseCountsHeldPermitsAgainstMax},
 	{name: "TryReleaseNeverPassesTheMaximum", f: tryReleaseNeverPassesTheMaximum},
 	{name: "RefillAddsWhatFits", f: refillAddsWhatFits},
@@ -20,6 +24,84 @@ var limitChecks = []check{
 	{name: "SetLimitBelowHeldThenRaise", f: setLimitBelowHeldThenRaise},
 	{name: "UnthrottleAfterDebtWakesWaitersAtOnce", f: unthrottleAfterDebtWakesWaitersAtOnce},
 	{name: "CloseFailsParkedWaitersAndLaterCalls", f: closeFailsParkedWaitersAndLaterCalls},
+}
+
+// MaxPermits is 2^30 − 1, so that a budget of a billion bytes is exact.
+func maxPermitsHoldsABillionBytes(e *env) {
+	require.Equal(e.t, int64(1<<30-1), int64(atomicsem.MaxPermits))
+	s := e.new(1e9, 1e9)
+	tok := e.mustTake(s, 512<<20)
+	require.Equal(e.t, Stats{Available: 1e9 - 512<<20, Held: 512 << 20, Limit: 1e9, Max: 1e9}, s.Stats())
+	tok.Release()
+}
+
+// Every count the API takes, at MaxPermits − 1, MaxPermits and
+// MaxPermits + 1: nothing wraps, and what is out of range gets the
+// documented error (or false, or 0) with nothing changed.
+func boundariesAtMaxPermits(e *env) {
+	const top = atomicsem.MaxPermits
+	s := e.new(0, top)
+
+	// Adding permits: up to exactly MaxPermits, never past it.
+	require.False(e.t, s.TryRelease(top+1))
+	require.True(e.t, s.TryRelease(top-1))
+	require.False(e.t, s.TryRelease(2), "limit would be MaxPermits + 1")
+	require.Equal(e.t, int64(1), s.Refill(top+1), "Refill adds only what fits")
+	require.Zero(e.t, s.Refill(top))
+	require.Zero(e.t, s.Refill(math.MaxInt64))
+	require.False(e.t, s.TryRelease(1))
+	require.Equal(e.t, Stats{Available: top, Limit: top, Max: top}, s.Stats())
+
+	// Requests.
+	_, err := s.Acquire(e.background(), top+1)
+	require.ErrorIs(e.t, err, atomicsem.ErrInvalidPermits)
+	_, ok := s.TryAcquire(top + 1)
+	require.False(e.t, ok)
+	one, err := s.Acquire(e.background(), 1)
+	require.NoError(e.t, err)
+	_, ok = s.TryAcquire(top)
+	require.False(e.t, ok, "only MaxPermits − 1 are free")
+	rest, ok := s.TryAcquire(top - 1)
+	require.True(e.t, ok)
+	require.Equal(e.t, Stats{Available: 0, Held: top, Limit: top, Max: top}, s.Stats())
+
+	// Limits, with everything held: the deepest debt, and back.
+	require.ErrorIs(e.t, s.SetLimit(top+1), atomicsem.ErrExceedsMax)
+	require.NoError(e.t, s.SetLimit(top-1))
+	require.Equal(e.t, Stats{Available: -1, Held: top, Limit: top - 1, Max: top}, s.Stats())
+	require.NoError(e.t, s.SetLimit(0))
+	require.Equal(e.t, Stats{Available: -top, Held: top, Limit: 0, Max: top}, s.Stats())
+	require.NoError(e.t, s.SetLimit(top))
+	require.Equal(e.t, Stats{Available: 0, Held: top, Limit: top, Max: top}, s.Stats())
+
+	// Returning and forgetting the widest tokens.
+	rest.Forget()
+	require.Equal(e.t, Stats{Available: 0, Held: 1, Limit: 1, Max: top}, s.Stats())
+	one.Release()
+	require.Equal(e.t, Stats{Available: 1, Held: 0, Limit: 1, Max: top}, s.Stats())
+	require.Equal(e.t, int64(top-1), s.Refill(math.MaxInt64))
+	all, err := s.Acquire(e.background(), top)
+	require.NoError(e.t, err)
+	all.Release()
+	require.Equal(e.t, Stats{Available: top, Limit: top, Max: top}, s.Stats())
+}
+
+// A semaphore whose maximum is below MaxPermits refuses what is above its
+// maximum, at the edge, with ErrExceedsMax.
+func boundariesAtASmallerMaximum(e *env) {
+	const max = atomicsem.MaxPermits - 1
+	s := e.new(max, max)
+	_, err := s.Acquire(e.background(), max+1)
+	require.ErrorIs(e.t, err, atomicsem.ErrExceedsMax)
+	_, ok := s.TryAcquire(max + 1)
+	require.False(e.t, ok)
+	require.ErrorIs(e.t, s.SetLimit(max+1), atomicsem.ErrExceedsMax)
+	require.False(e.t, s.TryRelease(1))
+	require.Zero(e.t, s.Refill(1))
+	tok, err := s.Acquire(e.background(), max)
+	require.NoError(e.t, err)
+	tok.Release()
+	require.Equal(e.t, Stats{Available: max, Limit: max, Max: max}, s.Stats())
 }
 
 func tryReleaseCountsHeldPermitsAgainstMax(e *env) {

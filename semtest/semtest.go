@@ -105,6 +105,16 @@ type Settler interface {
 	Parked() int
 }
 
+// Forgetter is implemented by a Semaphore that can take available permits
+// out of circulation without a token (atomicsem.Semaphore.TryForget); the
+// suite then checks that too.
+type Forgetter interface {
+	// TryForget takes n available permits out of circulation at once,
+	// lowering the limit, and reports whether it did, with the limit it
+	// left (or found).
+	TryForget(n int64) (limit int64, ok bool)
+}
+
 // NewFunc returns a semaphore with initial permits available (and as its
 // limit) and a ceiling of max, or the error New would return: the suite
 // passes invalid arguments too, and expects atomicsem.ErrInvalidPermits for
@@ -205,7 +215,7 @@ type check struct {
 }
 
 // checks is the suite, in the order it runs.
-var checks = concat(basicChecks, limitChecks, idleChecks, fairnessChecks, loadChecks)
+var checks = concat(basicChecks, limitChecks, forgetChecks, idleChecks, fairnessChecks, loadChecks)
 
 func concat(lists ...[]check) []check {
 	var all []check
