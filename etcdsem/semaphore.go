@@ -36,10 +36,11 @@
 //
 // Tokens are token.Token values, as in-process; Release, Forget and the
 // Release or Forget of a part made by Split each take one round trip,
-// bounded by the Semaphore's timeout. A token cannot return an error: if
-// its round trip fails, the Semaphore gives up its session (stops renewing
-// its lease), so that etcd returns every permit the session holds once the
-// lease runs out; Done is then closed and Err says why.
+// retried while the connection is broken for up to the Semaphore's
+// timeout. A token cannot return an error: if its round trip still fails,
+// the Semaphore gives up its session (stops renewing its lease), so that
+// etcd returns every permit the session holds once the lease runs out;
+// Done is then closed and Err says why.
 package etcdsem
 
 import (
@@ -135,13 +136,17 @@ var (
 // # Consistency
 //
 // Every change is a transaction in etcd, so the changes to one semaphore are
-// totally ordered by etcd's revisions: a grant is made only if nothing
-// granted or moved the limit since the view it was computed from, a config
-// change only if the config is what it was computed from, and Stats reads
-// the whole semaphore at one revision. Waiters learn of changes by watching
-// the prefix: an Acquire parked when another handle calls Close returns
-// ErrClosed once its watch delivers the change, but no permit is granted
-// after the Close's revision.
+// totally ordered by etcd's revisions: a grant is made only if the limit
+// has not moved since the view it was computed from and its grantees still
+// wait as that view saw them, a config change only if the config is what
+// it was computed from, and Stats reads the whole semaphore at one
+// revision. Waiters learn of changes through a watch on the prefix: an
+// Acquire parked when another handle calls Close returns ErrClosed once the
+// watch delivers the change, but no permit is granted after the Close's
+// revision.
+//
+// A Semaphore must be made with New: the zero value is not a handle, and
+// its methods panic.
 //
 // Memory ordering: within the etcd history, the deletion that releases
 // permits comes before the grant that reuses them. Across processes there
