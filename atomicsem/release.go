@@ -121,14 +121,14 @@ func releaseToken(t *token.Token) { t.Release() }
 func forgetToken(t *token.Token) { t.Forget() }
 
 // releaseFast is the fast path of a token's Release: it returns n held
-// permits in one CAS unless a queued waiter fits under the limit or the
-// release would end a WaitIdle, and reports whether it did. It is small
-// enough to be inlined into both owners.
+// permits in one CAS unless a queued waiter fits under the limit or a
+// WaitIdle caller waits, and reports whether it did. It is small enough to
+// be inlined into both owners.
 func (s *Semaphore) releaseFast(n int64) bool {
 	for {
 		old := s.load()
 		held := old.Held() - n
-		if held < old.LowestHeld() || old.Eligible() {
+		if held < 0 || old.ReleaseBlocked() {
 			return false // serve the queue, end WaitIdle, or panic, in releaseSlow
 		}
 		hook.At(hook.BeforeCAS)

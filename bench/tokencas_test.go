@@ -123,7 +123,7 @@ func (s *wordCAS) ReturnPermits(n int64, _ uint32) {
 	for {
 		old := state.Word(s.word.Load())
 		held := old.Held() - n
-		if held < old.LowestHeld() || old.Eligible() {
+		if held < 0 || old.ReleaseBlocked() {
 			// atomicsem serves the queue, ends WaitIdle or panics here;
 			// the benchmarks never reach it.
 			panic("wordcas cannot return these permits without a lock")

@@ -135,11 +135,11 @@ func (s Word) Starving() bool { return s&queueMask == queueMask }
 // Idle reports whether a WaitIdle caller waits.
 func (s Word) Idle() bool { return s&IdleBit != 0 }
 
-// LowestHeld returns the least that held may fall to without the lock: 0,
-// or 1 while WaitIdle waits, since the change that leaves no permit held
-// must then wake it. A release that would take held below it goes to the
-// lock (or, below 0, panics).
-func (s Word) LowestHeld() int64 { return int64(s>>idleShift) & 1 }
+// ReleaseBlocked reports whether a release must go to the queue lock
+// rather than return its permits with one CAS: the queue is eligible (a
+// waiter a release could serve), or a WaitIdle caller waits (so that the
+// release that leaves no permit held can wake it).
+func (s Word) ReleaseBlocked() bool { return s&(BlockFIFO|IdleBit) != 0 }
 
 // Closed reports whether Close was called.
 func (s Word) Closed() bool { return s&ClosedBit != 0 }
