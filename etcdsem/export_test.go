@@ -1,0 +1,125 @@
+package etcdsem
+
+import (
+	"context"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Parked returns the number of Acquire calls parked on s that have seen
+// every change under the semaphore's prefix and wait for the next: each
+// waits on the handle's follower with its context live and no timer of its
+// own running, has assessed the follower's latest view, and that view
+// holds exactly the keys, at exactly the revisions, that a fresh read
+// finds. Such a call has found itself not admitted by that state, and does
+// nothing until the state changes. It is the Settler that semtest needs to
+// settle a semaphore it cannot run in a bubble.
+func Parked(ctx context.Context, s *Semaphore) (int, error) {
+	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithPrefix())
+	if err != nil {
+		return 0, err
+	}
+	now := make(map[string]int64, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if string(kv.Value) != goneValue {
+			now[string(kv.Key)] = kv.ModRevision
+		}
+	}
+	s.mu.Lock()
+	waiters := make([]*waiter, 0, len(s.parked))
+	for w := range s.parked {
+		waiters = append(waiters, w)
+	}
+	s.mu.Unlock()
+	count := 0
+	for _, w := range waiters {
+		f := w.f
+		f.mu.Lock()
+		if w.idle && w.seen == f.version && f.err == nil && f.view.rev >= w.create &&
+			w.ctx.Err() == nil && f.view.matches(s.cfgKey, now) {
+			count++
+		}
+		f.mu.Unlock()
+	}
+	return count, nil
+}
+
+// matches reports whether v holds exactly the keys in now, each at the mod
+// revision now gives it.
+func (v *view) matches(cfgKey string, now map[string]int64) bool {
+	want := len(v.entries)
+	if v.cfg.mod != 0 {
+		want++
+		if now[cfgKey] != v.cfg.mod {
+			return false
+		}
+	}
+	if len(now) != want {
+		return false
+	}
+	for key, e := range v.entries {
+		if now[key] != e.mod {
+			return false
+		}
+	}
+	return true
+}
+
+// WalkKey is one acquirer's key for Admitted: its weight and whether it
+// holds permits.
+type WalkKey struct {
+	Name string
+	N    int64
+	Held bool
+}
+
+// Admitted runs the grant rules on a view with the given limit and closed
+// flag, whose keys arrived in the order given, and returns the names of
+// the waiters it admits, followed by arrival's if arrival (an acquirer
+// behind them all, not yet in the view) is admitted too.
+func Admitted(limit int64, closed bool, keys []WalkKey, arrival *WalkKey) []string {
+	v := &view{cfg: config{Limit: limit, Max: MaxPermits, Closed: closed}, entries: make(map[string]*entry)}
+	for i, k := range keys {
+		v.entries[k.Name] = &entry{key: k.Name, create: int64(i + 1), n: k.N, held: k.Held}
+	}
+	var arr *entry
+	if arrival != nil {
+		arr = &entry{key: arrival.Name, create: int64(len(keys) + 1), n: arrival.N}
+	}
+	var names []string
+	for _, e := range v.admitted(arr) {
+		names = append(names, e.key)
+	}
+	return names
+}
+
+// Arrive is Acquire's first round trip, alone: it writes key as a waiter
+// for n permits, unless the key has ever been created.
+func Arrive(ctx context.Context, s *Semaphore, key string, n int64) error {
+	_, err := s.arrive(ctx, key, n)
+	return err
+}
+
+// CleanUp is what an Acquire that gives up does to its key.
+func CleanUp(ctx context.Context, s *Semaphore, key string) {
+	s.cleanUp(ctx, key, nil)
+}
+
+// NewKey returns a key name for the handle's next acquirer.
+func NewKey(s *Semaphore) string { return s.newKey() }
+
+// TryAcquireAfter is TryAcquire with between called after it has read the
+// semaphore and before it grants: a test makes changes there that the
+// read did not see.
+func TryAcquireAfter(ctx context.Context, s *Semaphore, n int64, between func()) (bool, error) {
+	v, err := s.read(ctx)
+	if err != nil {
+		return false, err
+	}
+	between()
+	tok, ok, err := s.tryFrom(ctx, n, v)
+	if ok {
+		tok.Release()
+	}
+	return ok, err
+}

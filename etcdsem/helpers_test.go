@@ -1,0 +1,376 @@
+package etcdsem_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/atomicsem/atomicsem/etcdsem"
+)
+
+// server is an etcd server run in this process on loopback, with a data
+// directory of its own, quiet logging and short timeouts, so that a lease
+// of one second is allowed (etcd's shortest is one and a half election
+// timeouts, rounded up to a second).
+type server struct {
+	t         testing.TB
+	dir       string
+	clientURL url.URL
+	peerURL   url.URL
+	etcd      *embed.Etcd
+	proxy     *proxy // if not nil, clients reach the server through it
+}
+
+// startServer starts a fresh server for t and stops it when t ends.
+func startServer(t testing.TB) *server {
+	t.Helper()
+	srv := &server{
+		t:         t,
+		dir:       t.TempDir(),
+		clientURL: url.URL{Scheme: "http", Host: freeAddr(t)},
+		peerURL:   url.URL{Scheme: "http", Host: freeAddr(t)},
+	}
+	srv.start()
+	t.Cleanup(srv.stop)
+	return srv
+}
+
+// startServerBehindProxy starts a fresh server that clients reach through
+// a proxy, which can cut the network between them.
+func startServerBehindProxy(t testing.TB) *server {
+	t.Helper()
+	srv := startServer(t)
+	srv.proxy = startProxy(t, srv.clientURL.Host)
+	return srv
+}
+
+// freeAddr returns a loopback address with a port that was free a moment
+// ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	addr, err := freeLoopback()
+	require.NoError(t, err)
+	return addr
+}
+
+func freeLoopback() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := l.Addr().String()
+	return addr, l.Close()
+}
+
+// start starts the server on its data directory and waits until it serves.
+func (srv *server) start() {
+	srv.t.Helper()
+	e, err := startEtcd(srv.dir, srv.clientURL, srv.peerURL)
+	require.NoError(srv.t, err)
+	srv.etcd = e
+}
+
+// startEtcd starts an etcd server in this process and waits until it
+// serves.
+func startEtcd(dir string, clientURL, peerURL url.URL) (*embed.Etcd, error) {
+	cfg := embed.NewConfig()
+	cfg.Name = "etcdsem-test"
+	cfg.Dir = dir
+	cfg.ListenClientUrls = []url.URL{clientURL}
+	cfg.AdvertiseClientUrls = []url.URL{clientURL}
+	cfg.ListenPeerUrls = []url.URL{peerURL}
+	cfg.AdvertisePeerUrls = []url.URL{peerURL}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.TickMs = 10
+	cfg.ElectionMs = 100
+	cfg.UnsafeNoFsync = true
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+		return e, nil
+	case <-time.After(20 * time.Second):
+		e.Close()
+		return nil, fmt.Errorf("etcd did not become ready")
+	}
+}
+
+// stop stops the server, keeping its data directory.
+func (srv *server) stop() {
+	if srv.etcd != nil {
+		srv.etcd.Close()
+		srv.etcd = nil
+	}
+}
+
+// endpoint is the address clients dial.
+func (srv *server) endpoint() string {
+	if srv.proxy != nil {
+		return "http://" + srv.proxy.addr
+	}
+	return srv.clientURL.String()
+}
+
+// proxy forwards TCP connections to a server, and can cut them all and
+// refuse new ones, as a broken network does, until it is healed.
+type proxy struct {
+	t      testing.TB
+	addr   string // where clients connect
+	target string
+
+	mu    sync.Mutex
+	l     net.Listener          // nil while cut
+	conns map[net.Conn]struct{} // open connections, both sides
+	wg    sync.WaitGroup        // the proxy's goroutines
+}
+
+// startProxy starts a proxy to target, cut for good when t ends.
+func startProxy(t testing.TB, target string) *proxy {
+	t.Helper()
+	p := &proxy{t: t, addr: freeAddr(t), target: target, conns: make(map[net.Conn]struct{})}
+	p.heal()
+	t.Cleanup(func() {
+		p.cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// heal starts accepting connections again.
+func (p *proxy) heal() {
+	p.t.Helper()
+	var l net.Listener
+	require.Eventually(p.t, func() bool {
+		var err error
+		l, err = net.Listen("tcp", p.addr)
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond, "listening on %s again", p.addr)
+	p.mu.Lock()
+	p.l = l
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				p.forward(c)
+			}()
+		}
+	}()
+}
+
+// forward copies between c and a new connection to the target until
+// either side closes.
+func (p *proxy) forward(c net.Conn) {
+	d, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	if !p.track(c, d) {
+		c.Close()
+		d.Close()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		io.Copy(d, c)
+		d.Close()
+	}()
+	io.Copy(c, d)
+	c.Close()
+	<-done
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, d)
+	p.mu.Unlock()
+}
+
+// track records an open pair, unless the proxy is cut.
+func (p *proxy) track(c, d net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.l == nil {
+		return false
+	}
+	p.conns[c], p.conns[d] = struct{}{}, struct{}{}
+	return true
+}
+
+// cut closes every connection and refuses new ones.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.l != nil {
+		p.l.Close()
+		p.l = nil
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// rpcCounter counts the unary calls a client makes, requests that each
+// take one round trip to the server, and the streams it opens (a watch
+// stream or a lease's keep-alive stream).
+type rpcCounter struct{ calls, streams atomic.Int64 }
+
+func (c *rpcCounter) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	c.calls.Add(1)
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+func (c *rpcCounter) interceptStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	c.streams.Add(1)
+	return streamer(ctx, desc, cc, method, opts...)
+}
+
+// newClient returns a client of srv, closed when t ends; if counter is not
+// nil, it counts the client's round trips.
+func newClient(t testing.TB, srv *server, counter *rpcCounter) *clientv3.Client {
+	t.Helper()
+	cfg := clientv3.Config{
+		Endpoints:   []string{srv.endpoint()},
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+	}
+	if counter != nil {
+		cfg.DialOptions = []grpc.DialOption{
+			grpc.WithChainUnaryInterceptor(counter.intercept),
+			grpc.WithChainStreamInterceptor(counter.interceptStream),
+		}
+	}
+	cli, err := clientv3.New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// newSession returns a session on cli with a lease of ttl seconds, closed
+// when t ends.
+func newSession(t testing.TB, cli *clientv3.Client, ttl int) *concurrency.Session {
+	t.Helper()
+	// The session's context is also the one its lease is renewed under, so
+	// it must outlive the session.
+	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl))
+	require.NoError(t, err)
+	t.Cleanup(func() { closeSession(cli, sess) })
+	return sess
+}
+
+// closeSession ends sess and revokes its lease, giving up on the
+// revocation after a second: a test that stopped its server must not wait
+// out the lease (Session.Close waits up to the TTL).
+func closeSession(cli *clientv3.Client, sess *concurrency.Session) {
+	sess.Orphan()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	cli.Revoke(ctx, sess.Lease())
+}
+
+// handle is one client's handle on a semaphore.
+type handle struct {
+	*etcdsem.Semaphore
+	cli     *clientv3.Client
+	session *concurrency.Session
+	rpcs    *rpcCounter
+}
+
+// handleOpts are newHandle's settings.
+type handleOpts struct {
+	ttl    int  // session lease, in seconds; 10 if zero
+	direct bool // dial the server itself, not its proxy
+	opts   []etcdsem.Option
+}
+
+// newHandle opens the semaphore under prefix on srv through a client and a
+// session of its own, creating it with initial and max if it does not
+// exist.
+func newHandle(t testing.TB, srv *server, prefix string, initial, max int64, ho handleOpts) *handle {
+	t.Helper()
+	h, err := openHandle(t, srv, prefix, initial, max, ho)
+	require.NoError(t, err)
+	return h
+}
+
+// openHandle is newHandle for a goroutine other than the test's: it
+// returns what went wrong instead of failing the test.
+func openHandle(t testing.TB, srv *server, prefix string, initial, max int64, ho handleOpts) (*handle, error) {
+	if ho.ttl == 0 {
+		ho.ttl = 10
+	}
+	h := &handle{rpcs: &rpcCounter{}}
+	endpoint := srv.endpoint()
+	if ho.direct {
+		endpoint = srv.clientURL.String()
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{endpoint},
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+		DialOptions: []grpc.DialOption{
+			grpc.WithChainUnaryInterceptor(h.rpcs.intercept),
+			grpc.WithChainStreamInterceptor(h.rpcs.interceptStream),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { cli.Close() })
+	h.cli = cli
+	// The session's context is also the one its lease is renewed under, so
+	// it must outlive the session.
+	if h.session, err = concurrency.NewSession(cli, concurrency.WithTTL(ho.ttl)); err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { closeSession(cli, h.session) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if h.Semaphore, err = etcdsem.New(ctx, h.session, prefix, initial, max, ho.opts...); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// testCtx returns a context that ends with t or after a generous limit, so
+// that a hung call fails the test instead of hanging the run.
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// mustStats returns h's Stats.
+func mustStats(t testing.TB, s *etcdsem.Semaphore) etcdsem.Stats {
+	t.Helper()
+	st, err := s.Stats(testCtx(t))
+	require.NoError(t, err)
+	st.Revision = 0
+	return st
+}
+
+// prefixFor returns a prefix unique to t.
+func prefixFor(t testing.TB) string { return fmt.Sprintf("/sem/%s/", t.Name()) }

@@ -1,0 +1,424 @@
+// Package etcdsem provides atomicsem's weighted semaphore for a fleet: one
+// limit shared by every process that opens the same semaphore on an etcd
+// cluster, with the same vocabulary and rules as the in-process one.
+//
+// A semaphore lives under a key prefix. Its config key holds the live limit,
+// the maximum fixed when the semaphore was first created, and a closed flag.
+// Every Acquire writes a key of its own under the prefix, bound to the lease
+// of the caller's etcd session, that holds its weight and whether it waits
+// or holds permits. The keys' create revisions order the acquirers by their
+// arrival at etcd, and permits are granted by the in-process rules, walking
+// the waiters in that order: one that fits the free permits is granted, one
+// that fits the limit but not the free permits holds back those behind it
+// (so a large request is never starved), and one that asks for more than the
+// limit is passed over, keeping its place until the limit admits it. Held is
+// the sum of the held keys' weights; Available is Limit − Held, negative
+// while the limit is set below what tokens hold.
+//
+// A grant is one transaction that turns the admitted waiters' keys to
+// held, made only if the config and those keys are as the view it was
+// computed from saw them, so that no grant outlives a limit change or
+// overtakes another; a release is the deletion of the holder's key, which
+// lets the waiters it admits grant themselves. A handle's parked Acquire
+// calls follow the semaphore through one watch. A holder whose process
+// dies, or whose session expires, gives its permits back when its lease
+// ends: etcd deletes its keys. See docs/fleet.md for the key layout and the
+// argument.
+//
+// Calls that go over the network take a context and return an error where
+// the in-process semaphore returns a bool or nothing; the bool (or count)
+// keeps the in-process answer, and the error says why a call could not be
+// answered (ctx.Err(), ErrUnavailable, ErrSessionLost) or was refused for a
+// reason the in-process semaphore also refuses for (ErrClosed,
+// ErrInvalidPermits, ErrExceedsMax). The errors that match atomicsem's
+// sentinels also match them with errors.Is, so code written against either
+// semaphore can test for them the same way.
+//
+// Tokens are token.Token values, as in-process; Release, Forget and the
+// Release or Forget of a part made by Split each take one round trip,
+// retried while the connection is broken for up to the Semaphore's
+// timeout. A token cannot return an error: if its round trip still fails,
+// the Semaphore gives up its session (stops renewing its lease), so that
+// etcd returns every permit the session holds once the lease runs out;
+// Done is then closed and Err says why.
+package etcdsem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+)
+
+// MaxPermits is the largest value for a semaphore's maximum, limit, or a
+// single request, the same as atomicsem.MaxPermits.
+const MaxPermits = atomicsem.MaxPermits
+
+// DefaultTimeout bounds each round trip to etcd unless WithTimeout says
+// otherwise.
+const DefaultTimeout = 5 * time.Second
+
+// sentinel is an error that also matches one of atomicsem's sentinels with
+// errors.Is, so that a caller can test for the in-process condition without
+// knowing which semaphore it has.
+type sentinel struct {
+	msg  string
+	core error
+}
+
+func (e *sentinel) Error() string        { return e.msg }
+func (e *sentinel) Is(target error) bool { return target == e.core }
+
+var (
+	// ErrClosed is returned by the calls that would change the count after
+	// Close. It matches atomicsem.ErrClosed.
+	ErrClosed error = &sentinel{"etcdsem: semaphore is closed", atomicsem.ErrClosed}
+	// ErrExceedsMax is returned (wrapped, with the numbers) when a request
+	// or a limit is larger than the semaphore's maximum. It matches
+	// atomicsem.ErrExceedsMax.
+	ErrExceedsMax error = &sentinel{"etcdsem: exceeds the semaphore's maximum", atomicsem.ErrExceedsMax}
+	// ErrInvalidPermits is returned (wrapped, with the numbers) for a
+	// negative count or one above MaxPermits, and by New for arguments
+	// outside 0 ≤ initial ≤ max ≤ MaxPermits. It matches
+	// atomicsem.ErrInvalidPermits.
+	ErrInvalidPermits error = &sentinel{"etcdsem: invalid number of permits", atomicsem.ErrInvalidPermits}
+	// ErrSessionLost is returned once the Semaphore's session has ended:
+	// its lease expired, its client was closed, or the Semaphore gave the
+	// session up after a round trip it could not complete. The tokens
+	// taken under the session are void: etcd returns their permits when
+	// the lease ends.
+	ErrSessionLost = errors.New("etcdsem: session lost; its tokens are void")
+	// ErrUnavailable is returned (wrapped, with the cause) when etcd did
+	// not answer a round trip within the Semaphore's timeout while the
+	// caller's context was still live.
+	ErrUnavailable = errors.New("etcdsem: etcd did not answer")
+	// ErrForeignKeys is returned (wrapped, with the key) when the prefix
+	// holds a key that is not one of this package's: a prefix shared with
+	// other data, or a semaphore written by an incompatible version.
+	ErrForeignKeys = errors.New("etcdsem: the prefix holds keys that are not a semaphore's")
+	// ErrMaxMismatch is returned by New when the semaphore already exists
+	// under the prefix with a different maximum.
+	ErrMaxMismatch = errors.New("etcdsem: the semaphore exists with a different maximum")
+	// ErrInvalidPrefix is returned by New for an empty prefix.
+	ErrInvalidPrefix = errors.New("etcdsem: the prefix is empty")
+)
+
+// Semaphore is a handle on a weighted semaphore kept in etcd, shared by
+// every handle opened on the same prefix, in this process or any other.
+//
+// A Semaphore keeps no count of its own: each call reads or changes the
+// state in etcd, so two handles on the same prefix always agree. It is safe
+// for concurrent use. It holds its keys under the lease of the session it
+// was made with, which must outlive it; ending the session (or losing it)
+// returns every permit the handle's tokens hold and fails the handle's
+// parked Acquire calls with ErrSessionLost.
+//
+// # Fairness
+//
+// The semaphore is FIFO across the fleet, by the order in which acquirers'
+// keys were created in etcd. While a waiter that the current limit admits is
+// queued, no Acquire or TryAcquire on any handle takes permits ahead of it; a
+// waiter that asks for more than the current limit does not hold back
+// others, and competes from its place as soon as the limit admits it.
+//
+// # Consistency
+//
+// Every change is a transaction in etcd, so the changes to one semaphore are
+// totally ordered by etcd's revisions: a grant is made only if the limit
+// has not moved since the view it was computed from and its grantees still
+// wait as that view saw them, a config change only if the config is what
+// it was computed from, and Stats reads the whole semaphore at one
+// revision. Waiters learn of changes through a watch on the prefix: an
+// Acquire parked when another handle calls Close returns ErrClosed once the
+// watch delivers the change, but no permit is granted after the Close's
+// revision.
+//
+// A Semaphore must be made with New: the zero value is not a handle, and
+// its methods panic.
+//
+// Memory ordering: within the etcd history, the deletion that releases
+// permits comes before the grant that reuses them. Across processes there
+// is no Go memory model; within one process the path from a Release to the
+// Acquire it admits runs through the network, which the race detector does
+// not follow, so goroutines that share memory must not rely on the
+// semaphore alone to order their accesses.
+type Semaphore struct {
+	session *concurrency.Session
+	client  *clientv3.Client
+	prefix  string // the caller's prefix, ending in "/"
+	cfgKey  string // prefix + "config"
+	keyDir  string // prefix + "k/": the acquirers' keys
+	max     int64  // fixed when the semaphore was first created
+	timeout time.Duration
+	id      uint64 // random, so that handles sharing a lease name keys apart
+	seq     atomic.Uint64
+
+	mu     sync.Mutex
+	cfg    config               // the latest config seen, guarded by mu
+	lost   error                // why the session was given up, guarded by mu
+	parked map[*waiter]struct{} // Acquire calls parked on the follower, guarded by mu
+	fol    *follower            // follows the semaphore for parked calls; nil if none runs, guarded by mu
+}
+
+// An Option configures a Semaphore in New.
+type Option func(*options)
+
+type options struct {
+	timeout time.Duration
+}
+
+// WithTimeout bounds every round trip the Semaphore makes to etcd,
+// including those of its tokens' Release and Forget, which take no context.
+// A round trip that does not finish in time fails with ErrUnavailable; one
+// made by a token, or one that leaves a key of the handle in doubt, makes
+// the Semaphore give up its session (see the package documentation). A
+// duration of zero or less means DefaultTimeout.
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.timeout = d
+		}
+	}
+}
+
+// config is the content of the config key, and the revision at which it was
+// last written.
+type config struct {
+	Limit  int64 `json:"limit"`
+	Max    int64 `json:"max"`
+	Closed bool  `json:"closed"`
+
+	value string // the encoded form, as stored
+	mod   int64  // the key's mod revision
+}
+
+// encode returns c's stored form.
+func (c config) encode() string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(err) // three plain fields always marshal
+	}
+	return string(b)
+}
+
+// decodeConfig parses a config key read at mod revision mod.
+func decodeConfig(key string, value []byte, mod int64) (config, error) {
+	var c config
+	dec := json.NewDecoder(strings.NewReader(string(value)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil || c.Limit < 0 || c.Limit > c.Max || c.Max > MaxPermits {
+		return config{}, fmt.Errorf("%w: %q holds %q", ErrForeignKeys, key, value)
+	}
+	c.value, c.mod = string(value), mod
+	return c, nil
+}
+
+// New opens the semaphore stored under prefix, creating it with initial
+// permits available and a ceiling of max if the prefix holds nothing yet. A
+// semaphore that exists already is joined as it stands: its live limit is
+// kept and initial is ignored, but its maximum must equal max.
+//
+// The handle writes its keys under session's lease; the session must stay
+// open while the handle is used, and ending it returns every permit the
+// handle's tokens hold.
+//
+// New returns ErrInvalidPermits unless 0 ≤ initial ≤ max ≤ MaxPermits,
+// ErrInvalidPrefix for an empty prefix, ErrMaxMismatch if the semaphore
+// exists with another maximum, ErrForeignKeys if the prefix holds keys that
+// are not a semaphore's, ErrSessionLost if the session has ended, and
+// ctx.Err() or ErrUnavailable if etcd does not answer; in each case it
+// writes nothing.
+func New(ctx context.Context, session *concurrency.Session, prefix string, initial, max int64, opts ...Option) (*Semaphore, error) {
+	if initial < 0 || max > MaxPermits || initial > max {
+		return nil, fmt.Errorf("%w: New(%d, %d) needs 0 ≤ initial ≤ max ≤ %d",
+			ErrInvalidPermits, initial, max, MaxPermits)
+	}
+	if prefix == "" {
+		return nil, ErrInvalidPrefix
+	}
+	o := options{timeout: DefaultTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	s := &Semaphore{
+		session: session,
+		client:  session.Client(),
+		prefix:  prefix,
+		cfgKey:  prefix + "config",
+		keyDir:  prefix + "k/",
+		max:     max,
+		timeout: o.timeout,
+		id:      rand.Uint64(),
+		parked:  make(map[*waiter]struct{}),
+	}
+	if err := s.alive(); err != nil {
+		return nil, err
+	}
+
+	// Create the config only where the prefix holds nothing at all;
+	// otherwise read everything under it, to join or to refuse.
+	fresh := config{Limit: initial, Max: max}
+	rctx, cancel := s.rpcContext(ctx)
+	defer cancel()
+	resp, err := s.client.Txn(rctx).
+		If(clientv3.Compare(clientv3.Version(prefix), "=", 0).WithPrefix()).
+		Then(clientv3.OpPut(s.cfgKey, fresh.encode())).
+		Else(clientv3.OpGet(prefix, clientv3.WithPrefix())).
+		Commit()
+	if err != nil {
+		return nil, s.rpcError(ctx, err)
+	}
+	if resp.Succeeded {
+		fresh.value, fresh.mod = fresh.encode(), resp.Header.Revision
+		s.cfg = fresh
+		return s, nil
+	}
+	v, err := s.viewOf(resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
+	if err != nil {
+		return nil, err
+	}
+	if v.cfg.mod == 0 {
+		return nil, fmt.Errorf("%w: %q has keys but no config", ErrForeignKeys, prefix)
+	}
+	if v.cfg.Max != max {
+		return nil, fmt.Errorf("%w: asked for %d, %q has %d", ErrMaxMismatch, max, prefix, v.cfg.Max)
+	}
+	s.cfg = v.cfg
+	return s, nil
+}
+
+// Prefix returns the prefix the semaphore is stored under, ending in "/".
+func (s *Semaphore) Prefix() string { return s.prefix }
+
+// Max returns the semaphore's ceiling, fixed when it was first created.
+func (s *Semaphore) Max() int64 { return s.max }
+
+// Done returns a channel that is closed when the handle's session ends:
+// its lease expired or was revoked, its client was closed, or the handle
+// gave the session up after a token's round trip failed. The handle's
+// tokens are void from then on, and its calls return ErrSessionLost.
+func (s *Semaphore) Done() <-chan struct{} { return s.session.Done() }
+
+// Err returns nil while the handle's session lives, and afterwards an error
+// that matches ErrSessionLost and says why the session ended.
+func (s *Semaphore) Err() error {
+	select {
+	case <-s.session.Done():
+	default:
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lost != nil {
+		return fmt.Errorf("%w: given up after %w", ErrSessionLost, s.lost)
+	}
+	return fmt.Errorf("%w: its lease expired or its client was closed", ErrSessionLost)
+}
+
+// alive returns ErrSessionLost if the session has ended, and nil otherwise.
+func (s *Semaphore) alive() error {
+	select {
+	case <-s.session.Done():
+		return s.Err()
+	default:
+		return nil
+	}
+}
+
+// abandon gives the session up after a round trip that left a key of the
+// handle in doubt (a release, a forget or a cancelled acquire whose write
+// may not have been made): the lease is no longer renewed, so etcd deletes
+// every key under it once it runs out, which returns their permits. It
+// returns err.
+func (s *Semaphore) abandon(err error) error {
+	s.mu.Lock()
+	if s.lost == nil {
+		s.lost = err
+	}
+	s.mu.Unlock()
+	s.session.Orphan()
+	return err
+}
+
+// rpcContext returns the context for one round trip on behalf of a caller
+// whose context is ctx.
+func (s *Semaphore) rpcContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// detachedContext returns the context for a round trip that must be made
+// even though the caller's ctx is done: a cancelled acquire's cleanup.
+func (s *Semaphore) detachedContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+}
+
+// rpcError turns the error of a round trip made for a caller whose context
+// is ctx into the error the caller sees: ctx.Err() if ctx is done,
+// ErrSessionLost if the session has ended, ErrUnavailable (wrapping the
+// cause) if etcd did not answer in time, and otherwise the cause, wrapped.
+func (s *Semaphore) rpcError(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if lost := s.alive(); lost != nil {
+		return lost
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return fmt.Errorf("%w within %v: %w", ErrUnavailable, s.timeout, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w within %v: %w", ErrUnavailable, s.timeout, err)
+	}
+	return fmt.Errorf("etcdsem: %w", err)
+}
+
+// checkRequest validates a request for n permits.
+func (s *Semaphore) checkRequest(n int64) error {
+	if n < 0 || n > MaxPermits {
+		return fmt.Errorf("%w: %d is outside [0, %d]", ErrInvalidPermits, n, MaxPermits)
+	}
+	if n > s.max {
+		return fmt.Errorf("%w: requested %d, max %d", ErrExceedsMax, n, s.max)
+	}
+	return nil
+}
+
+// noteConfig records c as the latest config seen, unless a later one has
+// been seen already.
+func (s *Semaphore) noteConfig(c config) {
+	s.mu.Lock()
+	if c.mod > s.cfg.mod {
+		s.cfg = c
+	}
+	s.mu.Unlock()
+}
+
+// cachedConfig returns the latest config seen. It may be stale; every
+// change made from it is a compare-and-swap on its value.
+func (s *Semaphore) cachedConfig() config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+// newKey returns a key name no other Acquire will ever use: the lease, the
+// handle's random id and a sequence number.
+func (s *Semaphore) newKey() string {
+	return fmt.Sprintf("%s%016x-%016x-%x", s.keyDir, int64(s.session.Lease()), s.id, s.seq.Add(1))
+}

@@ -1,0 +1,218 @@
+package etcdsem
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/atomicsem/atomicsem/token"
+)
+
+// tokenFor returns the token for key, which holds n permits and was last
+// written at revision mod.
+func (s *Semaphore) tokenFor(key string, n, mod int64) token.Token {
+	return token.New(&holding{s: s, key: key, mod: mod, n: n, parts: 1}, n, 0)
+}
+
+// holding is the owner of the tokens for one held key: the token an
+// Acquire returned and the parts split from it. It tracks the permits the
+// live parts hold together, which the key holds too: a part that ends
+// lowers the key's weight, and the last part with permits deletes the key.
+// Its round trips are made one at a time, under mu, so that two parts
+// ended at once by two goroutines write the key's weight in order.
+//
+// Every write is a compare-and-swap on the key's mod revision as the owner
+// last wrote it, so that a write retried after a broken connection cannot
+// be made twice: if the first attempt was made, the compare fails and the
+// key shows it.
+type holding struct {
+	s   *Semaphore
+	key string
+
+	mu    sync.Mutex
+	mod   int64 // the key's mod revision, as last written or seen, guarded by mu
+	n     int64 // permits the live parts hold, guarded by mu
+	parts int   // live parts, guarded by mu
+	gone  bool  // the key is deleted, guarded by mu
+}
+
+// errEndedTwice is what the owner panics with when a part ends that it does
+// not know of: a copy of a token ended after the original.
+const errEndedTwice = "etcdsem: a token was ended twice (was it copied, or ended by two goroutines at once?)"
+
+// ReturnPermits implements token.Owner.
+func (h *holding) ReturnPermits(n int64, _ uint32) { h.end(n, false) }
+
+// ForgetPermits implements token.Owner.
+func (h *holding) ForgetPermits(n int64, _ uint32) { h.end(n, true) }
+
+// SplitPermits implements token.Owner: both parts keep returning to the
+// same key, which holds the same weight as before.
+func (h *holding) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) {
+	h.mu.Lock()
+	h.parts++
+	h.mu.Unlock()
+	return h, tag
+}
+
+// end ends a part holding n permits, giving them back (forget false) or
+// retiring them with the limit (forget true). Its round trip is retried
+// while the connection is broken, for up to the handle's timeout in all;
+// if it still fails, the handle gives up its session, and etcd returns the
+// permits when the lease runs out (a Forget that fails so is a Release).
+func (h *holding) end(n int64, forget bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.parts == 0 || n > h.n {
+		panic(errEndedTwice)
+	}
+	h.parts--
+	h.n -= n
+	if h.gone || (n == 0 && h.n > 0) {
+		return // nothing of the key's changes
+	}
+	s := h.s
+	if s.alive() != nil {
+		return // the key goes with the lease
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	err := retry(ctx, func(ctx context.Context) error {
+		if forget && n > 0 {
+			return s.forget(ctx, h, n)
+		}
+		return h.write(ctx)
+	})
+	if err != nil {
+		s.abandon(fmt.Errorf("ending a token of %q: %w", h.key, err))
+	}
+}
+
+// write leaves the key holding h.n permits: it deletes the key if h.n is
+// 0, and lowers its weight otherwise. It requires that h.mu is held.
+func (h *holding) write(ctx context.Context) error {
+	s := h.s
+	if h.n == 0 {
+		if _, err := s.client.Delete(ctx, h.key); err != nil {
+			return err
+		}
+		h.gone = true
+		return nil
+	}
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(h.key), "=", h.mod)).
+		Then(clientv3.OpPut(h.key, entryValue(true, h.n), clientv3.WithIgnoreLease())).
+		Else(clientv3.OpGet(h.key)).
+		Commit()
+	if err != nil {
+		return err
+	}
+	if resp.Succeeded {
+		h.mod = resp.Header.Revision
+		return nil
+	}
+	return h.settle(resp.Responses[0].GetResponseRange().Kvs)
+}
+
+// settle accounts for a compare on the key that failed: the key is gone
+// (its lease ended, or an earlier attempt deleted it), or an earlier
+// attempt of the same write was made; either way the write is done. Any
+// other state of the key means that something other than its owner wrote
+// it. It requires that h.mu is held.
+func (h *holding) settle(kvs []*mvccpb.KeyValue) error {
+	if len(kvs) == 0 {
+		h.gone = true
+		return nil
+	}
+	if string(kvs[0].Value) != entryValue(true, h.n) {
+		return fmt.Errorf("%w: %q holds %q, written by someone other than its owner", ErrForeignKeys, h.key, kvs[0].Value)
+	}
+	h.mod = kvs[0].ModRevision
+	return nil
+}
+
+// keyOp is the write that leaves h's key holding h.n permits. It requires
+// that h.mu is held.
+func (h *holding) keyOp() clientv3.Op {
+	if h.n == 0 {
+		return clientv3.OpDelete(h.key)
+	}
+	return clientv3.OpPut(h.key, entryValue(true, h.n), clientv3.WithIgnoreLease())
+}
+
+// forget lowers the limit by n (not below zero) and h's key to h.n permits
+// in one transaction, compared with the config's value as last seen and
+// the key's mod revision, and retried with the config it reads back if
+// only the config has moved on. It requires that h.mu is held.
+func (s *Semaphore) forget(ctx context.Context, h *holding, n int64) error {
+	c := s.cachedConfig()
+	for {
+		next := c
+		next.Limit = max(0, c.Limit-n)
+		resp, err := s.client.Txn(ctx).
+			If(
+				clientv3.Compare(clientv3.Value(s.cfgKey), "=", c.value),
+				clientv3.Compare(clientv3.ModRevision(h.key), "=", h.mod),
+			).
+			Then(clientv3.OpPut(s.cfgKey, next.encode()), h.keyOp()).
+			Else(clientv3.OpGet(s.cfgKey), clientv3.OpGet(h.key)).
+			Commit()
+		if err != nil {
+			return err
+		}
+		if resp.Succeeded {
+			next.value, next.mod = next.encode(), resp.Header.Revision
+			s.noteConfig(next)
+			h.mod, h.gone = resp.Header.Revision, h.n == 0
+			return nil
+		}
+		if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 0 || kvs[0].ModRevision != h.mod {
+			// The key is gone, with its permits, or an earlier attempt
+			// was made.
+			return h.settle(kvs)
+		}
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			return fmt.Errorf("%w: %q is missing", ErrForeignKeys, s.cfgKey)
+		}
+		if c, err = decodeConfig(s.cfgKey, kvs[0].Value, kvs[0].ModRevision); err != nil {
+			return err
+		}
+		s.noteConfig(c)
+	}
+}
+
+// retry runs op until it succeeds, fails for a reason other than a broken
+// connection, or ctx ends. It is for round trips that are safe to repeat:
+// a deletion, or a compare-and-swap that a first attempt, if made, makes
+// fail.
+func retry(ctx context.Context, op func(context.Context) error) error {
+	backoff := 10 * time.Millisecond
+	for {
+		err := op(ctx)
+		if err == nil || status.Code(err) != codes.Unavailable {
+			return err
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return err
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
+}
+
+// noPermits is the owner of the tokens that acquires of 0 return.
+type noPermits struct{}
+
+func (noPermits) ReturnPermits(int64, uint32) {}
+func (noPermits) ForgetPermits(int64, uint32) {}
+func (p noPermits) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) {
+	return p, tag
+}

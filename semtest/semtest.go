@@ -1,0 +1,226 @@
+// Package semtest is a conformance suite for semaphores that follow
+// atomicsem's contract: weighted requests, tokens that are released,
+// forgotten or split, cancellation through a context, a live limit that
+// moves below what is held without revoking anything, a ceiling that counts
+// held permits, Close, WaitIdle, and FIFO order with head-of-line blocking
+// in which a request above the limit does not block others.
+//
+// An implementation runs the suite from one of its own tests:
+//
+//	func TestConformance(t *testing.T) {
+//		semtest.Run(t, func(t *testing.T, initial, max int64) (semtest.Semaphore, error) {
+//			return mysem.New(initial, max)
+//		})
+//	}
+//
+// The suite is the black-box behaviour of atomicsem.Semaphore, which passes
+// it in both of its modes, and etcdsem, which passes it through an adapter
+// (see etcdsem's conformance_test.go). Each check is a subtest named after
+// the behaviour it pins down, so a failure names what is broken.
+//
+// Errors are matched with errors.Is against atomicsem's sentinels
+// (atomicsem.ErrClosed, atomicsem.ErrExceedsMax, atomicsem.ErrInvalidPermits),
+// so an implementation's own errors must match them, through Unwrap or an Is
+// method. A context's error must come back unwrapped.
+//
+// # Settling
+//
+// Most checks park waiters and then look at which of them have returned,
+// which is only meaningful once every goroutine has done what the last
+// step let it do. An implementation that can run inside a testing/synctest
+// bubble says so with InBubble, and the suite settles with synctest.Wait
+// and runs its time-dependent checks on the bubble's fake clock. Any other
+// implementation (one that talks to a server, say) must implement Settler;
+// the suite then settles by polling it, and the checks that need exact fake
+// time are skipped.
+//
+// # Options
+//
+// The options declare where an implementation's promises differ from
+// atomicsem's FIFO mode, and size the concurrent checks: Barging for
+// arrivals that may take free permits ahead of parked waiters, MemoryModel
+// for an implementation whose Release synchronizes before the Acquire it
+// admits in the sense of the Go memory model, Join for a backend shared by
+// several handles, and Load and Rounds for the concurrent checks' size.
+package semtest
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+
+	"github.com/atomicsem/atomicsem/token"
+)
+
+// Semaphore is the contract the suite checks, as atomicsem.Semaphore
+// spells it. An implementation whose methods take a context or return
+// errors (one that talks to a server) is checked through a small adapter
+// that supplies the context and turns a refusal error back into false; an
+// unexpected error should fail the test through the *testing.T the adapter
+// was made with.
+type Semaphore interface {
+	// Acquire blocks until n permits are granted, then returns a token
+	// holding them.
+	Acquire(ctx context.Context, n int64) (token.Token, error)
+	// TryAcquire takes n permits without blocking and reports whether it
+	// did.
+	TryAcquire(n int64) (token.Token, bool)
+	// TryRelease adds n new permits, raising the limit, and reports whether
+	// it did.
+	TryRelease(n int64) bool
+	// Refill adds up to n new permits, as many as the ceiling allows, and
+	// returns how many it added.
+	Refill(n int64) int64
+	// SetLimit moves the live limit.
+	SetLimit(limit int64) error
+	// Close closes the semaphore.
+	Close()
+	// Stats returns a consistent snapshot of the semaphore.
+	Stats() Stats
+	// WaitIdle blocks until no permits are held, or ctx is done.
+	WaitIdle(ctx context.Context) error
+}
+
+// Stats is a snapshot of a semaphore's state, with atomicsem.Stats's
+// fields and meanings.
+type Stats struct {
+	Available int64 // permits free now; negative while the limit is below Held
+	Held      int64 // permits held by live tokens
+	Limit     int64 // the live limit: Available + Held
+	Max       int64 // the ceiling fixed at construction
+	Waiters   int   // parked acquirers
+	Closed    bool
+}
+
+// Settler is implemented by a Semaphore that cannot run in a
+// testing/synctest bubble, so that the suite can tell when every waiter
+// has settled.
+type Settler interface {
+	// Parked returns the number of Acquire calls parked on this handle
+	// that have seen every change made to the semaphore so far and wait
+	// for the next. It may count or leave out a call whose context is
+	// done; the suite waits for those to return in any case. The suite
+	// counts the semaphore settled when Parked, summed over its handles,
+	// equals the number of its Acquire calls that have not returned.
+	Parked() int
+}
+
+// Forgetter is implemented by a Semaphore that can take available permits
+// out of circulation without a token (atomicsem.Semaphore.TryForget); the
+// suite then checks that too.
+type Forgetter interface {
+	// TryForget takes n available permits out of circulation at once,
+	// lowering the limit, and reports whether it did, with the limit it
+	// left (or found).
+	TryForget(n int64) (limit int64, ok bool)
+}
+
+// NewFunc returns a semaphore with initial permits available (and as its
+// limit) and a ceiling of max, or the error New would return: the suite
+// passes invalid arguments too, and expects atomicsem.ErrInvalidPermits for
+// them. It is called inside the subtest, and inside its bubble under
+// InBubble; t is the subtest's.
+type NewFunc func(t *testing.T, initial, max int64) (Semaphore, error)
+
+// JoinFunc returns another handle on the semaphore s (for a shared backend:
+// another client of the same semaphore), which must behave as s does and
+// implement Settler if s does.
+type JoinFunc func(t *testing.T, s Semaphore) Semaphore
+
+// An Option declares a capability or a difference of an implementation, or
+// sizes the suite.
+type Option func(*config)
+
+type config struct {
+	bubble      bool
+	barging     bool
+	memoryModel bool
+	join        JoinFunc
+	goroutines  int // concurrent workers in the load checks
+	rounds      int // operations per worker in the load checks
+	races       int // rounds of the grant-versus-cancel race
+}
+
+// InBubble declares that the semaphore can be made and used inside a
+// testing/synctest bubble, with no goroutine outside it. The suite then
+// settles with synctest.Wait and runs the checks that need exact fake time.
+func InBubble() Option { return func(c *config) { c.bubble = true } }
+
+// Barging declares that arrivals may take free permits ahead of parked
+// waiters (atomicsem.WithBarging). The checks of strict FIFO order are
+// skipped, and the check that arrivals do barge is run instead.
+func Barging() Option { return func(c *config) { c.barging = true } }
+
+// MemoryModel declares that a token's Release synchronizes before the
+// return of the Acquire or TryAcquire that obtains the released permits, in
+// the sense of the Go memory model, and so do TryRelease and Forget. The
+// suite then checks it under the race detector. A semaphore whose permits
+// travel through a server cannot promise it: the race detector does not see
+// the ordering that the network provides.
+func MemoryModel() Option { return func(c *config) { c.memoryModel = true } }
+
+// Join supplies other handles on the same semaphore. The suite then parks
+// its waiters on three handles in turn, so that the order of grants, the
+// wake-ups and Close are checked across handles.
+func Join(join JoinFunc) Option { return func(c *config) { c.join = join } }
+
+// Load sizes the concurrent checks: goroutines workers of rounds operations
+// each (the default is 16 and 1000). A semaphore that takes a round trip
+// per operation runs them smaller.
+func Load(goroutines, rounds int) Option {
+	return func(c *config) { c.goroutines, c.rounds = goroutines, rounds }
+}
+
+// Rounds sets how many times the race between a grant and a cancellation
+// is staged (the default is 1000).
+func Rounds(n int) Option { return func(c *config) { c.races = n } }
+
+// Run runs the suite against the semaphores newSem makes, each check in a
+// subtest of t.
+func Run(t *testing.T, newSem NewFunc, opts ...Option) {
+	c := &config{goroutines: 16, rounds: 1000, races: 1000}
+	for _, opt := range opts {
+		opt(c)
+	}
+	for _, ch := range checks {
+		t.Run(ch.name, func(t *testing.T) {
+			switch {
+			case ch.fifo && c.barging:
+				t.Skip("semtest: strict FIFO order; the semaphore barges")
+			case ch.barging && !c.barging:
+				t.Skip("semtest: barging only")
+			case ch.fakeTime && !c.bubble:
+				t.Skip("semtest: needs exact fake time (InBubble)")
+			case ch.memoryModel && !c.memoryModel:
+				t.Skip("semtest: the semaphore does not promise the Go memory model's ordering")
+			}
+			if c.bubble && !ch.realTime {
+				synctest.Test(t, func(t *testing.T) { ch.f(newEnv(t, c, newSem)) })
+				return
+			}
+			ch.f(newEnv(t, c, newSem))
+		})
+	}
+}
+
+// A check is one behaviour of the contract.
+type check struct {
+	name        string
+	f           func(e *env)
+	fifo        bool // holds only for strict FIFO order
+	barging     bool // holds only for a barging semaphore
+	fakeTime    bool // needs exact fake time
+	realTime    bool // runs real goroutines against real time, outside any bubble
+	memoryModel bool // needs the Go memory model's ordering
+}
+
+// checks is the suite, in the order it runs.
+var checks = concat(basicChecks, limitChecks, forgetChecks, idleChecks, fairnessChecks, loadChecks)
+
+func concat(lists ...[]check) []check {
+	var all []check
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	return all
+}
