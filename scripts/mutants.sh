@@ -51,10 +51,18 @@ git ls-files -z --cached --others --exclude-standard | tar -C "$root" --null -T 
 # tier TAGS LOG [PKGS]: runs the tier (on PKGS, or the default packages) in
 # the copy; prints "pass", "fail" or "error" and the seconds it took.
 tier() {
-	local tags=$1 log=$2 run=${3:-$pkgs} start end rc secs
+	local tags=$1 log=$2 run=${3:-$pkgs} start end rc secs dir=$tree mod
+	# Packages of a nested module (a directory with a go.mod of its own,
+	# such as ./etcdsem/...) are tested from inside it.
+	mod=${run#./}
+	mod=${mod%%/*}
+	if [[ $run == ./*/* && -f $tree/$mod/go.mod ]]; then
+		dir=$tree/$mod
+		run=${run//.\/$mod\//.\/}
+	fi
 	start=$(date +%s.%N)
 	# shellcheck disable=SC2086
-	(cd "$tree" && go test -count=1 -failfast -run '^(Test|Fuzz)' -timeout "$timeout" $extra -tags "$tags" $run) >"$log" 2>&1
+	(cd "$dir" && go test -count=1 -failfast -run '^(Test|Fuzz)' -timeout "$timeout" $extra -tags "$tags" $run) >"$log" 2>&1
 	rc=$?
 	end=$(date +%s.%N)
 	secs=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}')
@@ -80,22 +88,32 @@ why() {
 	echo "${what:-unknown}"
 }
 
-# The clean tree must pass every tier a patch names, as well as the default.
-cleanpkgs=$pkgs
+# The clean tree must pass every tier a patch names, as well as the default:
+# the main module's packages in one run, each nested module's in its own.
+cleantiers=("$pkgs")
 for name in "${names[@]}"; do
 	own=$(sed -n '1,3s/^Packages: //p' "scripts/mutants/$name.patch" | head -1)
-	[[ -n $own && " $cleanpkgs " != *" $own "* ]] && cleanpkgs+=" $own"
+	[[ -z $own ]] && continue
+	mod=${own#./}
+	mod=${mod%%/*}
+	if [[ -f $tree/$mod/go.mod ]]; then
+		[[ " ${cleantiers[*]} " != *" $own "* ]] && cleantiers+=("$own")
+	elif [[ " ${cleantiers[0]} " != *" $own "* ]]; then
+		cleantiers[0]+=" $own"
+	fi
 done
 
 echo "mutants: go test -count=1 -failfast -run '^(Test|Fuzz)' -timeout $timeout $extra $pkgs (or the packages a patch names)"
 for tags in "" "atomicsem_hooks"; do
-	read -r verdict secs < <(tier "$tags" "$work/clean.log" "$cleanpkgs")
-	printf '%-9s %-26s tags=%-16s %6ss\n' "$([[ $verdict == pass ]] && echo CLEAN || echo BROKEN)" "(none)" "${tags:-(none)}" "$secs"
-	if [[ $verdict != pass ]]; then
-		grep -E -- '--- FAIL|^FAIL|panic:|build failed' "$work/clean.log" | head -10 | sed 's/^/          /'
-		echo "mutants: the clean tree fails the tier; mutation results would mean nothing"
-		exit 1
-	fi
+	for t in "${cleantiers[@]}"; do
+		read -r verdict secs < <(tier "$tags" "$work/clean.log" "$t")
+		printf '%-9s %-26s tags=%-16s %6ss  %s\n' "$([[ $verdict == pass ]] && echo CLEAN || echo BROKEN)" "(none)" "${tags:-(none)}" "$secs" "$t"
+		if [[ $verdict != pass ]]; then
+			grep -E -- '--- FAIL|^FAIL|panic:|build failed' "$work/clean.log" | head -10 | sed 's/^/          /'
+			echo "mutants: the clean tree fails the tier; mutation results would mean nothing"
+			exit 1
+		fi
+	done
 done
 
 killed=0 survived=0 errors=0
