@@ -12,6 +12,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/atomic"
 
 	"github.com/atomicsem/atomicsem/internal/hook"
@@ -153,4 +154,16 @@ func goRelease(tok *token.Token) <-chan struct{} {
 		tok.Release()
 	}()
 	return released
+}
+
+// requireReturned checks exactly which of ps have returned, by index.
+func requireReturned(t *testing.T, ps []*pendingAcquire, want ...int) {
+	t.Helper()
+	var got []int
+	for i, p := range ps {
+		if p.returned() {
+			got = append(got, i)
+		}
+	}
+	require.Equal(t, want, got, "indexes of the waiters that have returned")
 }

@@ -192,18 +192,6 @@ func park(t *testing.T, s *atomicsem.Semaphore, ctx context.Context, n int64) *p
 	return p
 }
 
-// requireReturned checks exactly which of ps have returned, by index.
-func requireReturned(t *testing.T, ps []*pendingAcquire, want ...int) {
-	t.Helper()
-	var got []int
-	for i, p := range ps {
-		if p.returned() {
-			got = append(got, i)
-		}
-	}
-	require.Equal(t, want, got, "indexes of the waiters that have returned")
-}
-
 // requireGranted checks that p returned a token for n permits; msgAndArgs
 // say why it should have, for the failure report.
 func requireGranted(t *testing.T, p *pendingAcquire, n int64, msgAndArgs ...any) {
@@ -300,14 +288,6 @@ func panicOf(f func()) (msg string) {
 	}()
 	f()
 	return ""
-}
-
-// requireTokenPanic runs f and requires it to panic with a message in the
-// token package's voice.
-func requireTokenPanic(t *testing.T, f func()) {
-	t.Helper()
-	msg := panicOf(f)
-	require.True(t, strings.HasPrefix(msg, "token: "), "want a panic prefixed %q, got %q", "token: ", msg)
 }
 
 // requireMisusePanic checks that msg is a misuse panic in the semaphore's

@@ -14,22 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
-	"github.com/atomicsem/atomicsem/token"
 )
-
-// With nothing held WaitIdle returns at once, whatever the limit, the
-// context or Close.
-func TestWaitIdleReturnsAtOnceWhenNothingIsHeld(t *testing.T) {
-	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
-		s := mustNew(t, 0, 4, opts...)
-		require.NoError(t, s.WaitIdle(context.Background()))
-		done, cancel := context.WithCancel(context.Background())
-		cancel()
-		require.NoError(t, s.WaitIdle(done), "nothing to wait for, so the done ctx does not matter")
-		s.Close()
-		require.NoError(t, s.WaitIdle(context.Background()))
-	})
-}
 
 // WaitIdle waits for every token out, released or forgotten, granted at
 // once or to a parked Acquire, and for no longer. In FIFO mode a release
@@ -71,25 +56,6 @@ func TestWaitIdleReturnsWhenTheLastTokenEnds(t *testing.T) {
 				})
 			})
 		}
-	})
-}
-
-// The x/sync idiom for a drain, Acquire(ctx, max), hangs while the limit is
-// throttled below the maximum; WaitIdle does not care about the limit.
-func TestWaitIdleWhileThrottledToZero(t *testing.T) {
-	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
-		synctest.Test(t, func(t *testing.T) {
-			s := mustNew(t, 4, 4, opts...)
-			toks := []*token.Token{mustTake(t, s, 1), mustTake(t, s, 3)}
-			require.NoError(t, s.SetLimit(0))
-			idle := goWaitIdle(t.Context(), s)
-			requireWaitIdleBlocked(t, idle)
-			for _, tok := range toks {
-				tok.Release()
-			}
-			requireWaitIdleReturnedNil(t, idle)
-			require.Equal(t, atomicsem.Stats{Limit: 0, Max: 4}, s.Stats())
-		})
 	})
 }
 

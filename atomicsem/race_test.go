@@ -383,3 +383,71 @@ func cancelAndRelease(t *testing.T, s *atomicsem.Semaphore, act func(cancel, rel
 	}
 	return o
 }
+
+// TestGrantRacingCancelGivesPermitsBack cancels a parked waiter at about the
+// moment a release serves it, many times. Whichever wins, the permit must
+// end up with the waiter (which then releases it) or go on to the follower
+// parked behind it; a leak shows as a follower that never returns or as
+// Stats that do not come back to full. Barging runs twice: with the default
+// bound, a slow machine makes the head starve and the release hands off;
+// with a long bound, the release wakes the head to compete instead, and the
+// cancellation races that wake-up.
+func TestGrantRacingCancelGivesPermitsBack(t *testing.T) {
+	const rounds = 1000
+	modes := []struct {
+		name string
+		opts []atomicsem.Option
+	}{
+		{"mode=fifo", nil},
+		{"mode=barging", []atomicsem.Option{atomicsem.WithBarging()}},
+		{"mode=barging/bound=1h", []atomicsem.Option{atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour)}},
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			var granted, cancelled int
+			for range rounds {
+				s := mustNew(t, 1, 1, m.opts...)
+				held := mustTake(t, s, 1)
+				ctx, cancel := context.WithCancel(context.Background())
+				head := goAcquire(ctx, s, 1)
+				awaitWaiters(s, 1)
+				follower := goAcquire(context.Background(), s, 1)
+				awaitWaiters(s, 2)
+
+				// Start both at once, each after a short random spin, so
+				// that either may land first or inside the other.
+				var gate, both sync.WaitGroup
+				gate.Add(1)
+				for _, act := range []func(){cancel, held.Release} {
+					spin := rng.IntN(64)
+					both.Add(1)
+					go func() {
+						defer both.Done()
+						gate.Wait()
+						for range spin {
+							runtime.Gosched()
+						}
+						act()
+					}()
+				}
+				gate.Done()
+				both.Wait()
+
+				head.waitFor(t)
+				if head.err == nil {
+					granted++
+					head.tok.Release()
+				} else {
+					cancelled++
+					require.Equal(t, context.Canceled, head.err)
+				}
+				follower.waitFor(t)
+				require.NoError(t, follower.err)
+				follower.tok.Release()
+				require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+			}
+			t.Logf("head granted %d times, cancelled %d times", granted, cancelled)
+		})
+	}
+}

@@ -12,6 +12,9 @@
 #   credit    package credit (BenchmarkCredit*)
 #   group     package group (BenchmarkGroup*)
 #   adaptive  package adaptive (BenchmarkAcquireRecord in bench/adaptive)
+#   etcdsem   the fleet semaphore against etcd's concurrency.Mutex, on an
+#             in-process etcd server (BenchmarkLimitOne in the etcdsem
+#             module)
 #
 # Environment:
 #   COUNT      samples per benchmark (default 10)
@@ -26,7 +29,7 @@
 # the same stretch of time: on a shared machine a burst of other work then
 # moves all columns alike instead of skewing the one that ran during it.
 # With the defaults, core takes about 15 minutes on 2 CPUs and every group
-# about 25.
+# about 30.
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -36,7 +39,7 @@ CPU=${CPU:-}
 RESULTS=${RESULTS:-results}
 TABLES=${TABLES:-}
 BENCHSTAT=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20250813145418-2f7363a06fe1)
-ALL_GROUPS=(core credit group adaptive)
+ALL_GROUPS=(core credit group adaptive etcdsem)
 
 # group_pkg and group_pattern say where a group's benchmarks are and which
 # they are, and tables how benchstat shows them. A new group is a line in
@@ -45,6 +48,7 @@ group_pkg() {
 	case $1 in
 	core | credit | group) echo . ;;
 	adaptive) echo ./adaptive ;;
+	etcdsem) echo ../etcdsem ;;
 	*) echo "run.sh: unknown group $1 (groups: ${ALL_GROUPS[*]})" >&2 && exit 2 ;;
 	esac
 }
@@ -54,6 +58,7 @@ group_pattern() {
 	credit) echo '^BenchmarkCredit' ;;
 	group) echo '^BenchmarkGroup' ;;
 	adaptive) echo '^BenchmarkAcquireRecord$' ;;
+	etcdsem) echo '^BenchmarkLimitOne$' ;;
 	esac
 }
 
@@ -99,6 +104,7 @@ tables() {
 	adaptive)
 		"${BENCHSTAT[@]}" -col '/impl@(failsafe adaptive-aimd adaptive-vegas adaptive-gradient2 failsafe-100ms)' "$raw"
 		;;
+	etcdsem) "${BENCHSTAT[@]}" -col /impl "$raw" ;;
 	esac
 }
 
@@ -145,7 +151,9 @@ for g in "${groups[@]}"; do
 	fi
 	bin=$(bin_of "$pkg")
 	if [ -z "${built[$pkg]:-}" ]; then
-		go test -c -o "$bin" "$pkg"
+		# A package of a nested module (its own go.mod) is built from
+		# inside that module.
+		(cd "$pkg" && go test -c -o "$OLDPWD/$bin" .)
 		built[$pkg]=1
 	fi
 	listed=$("$bin" -test.list "$(group_pattern "$g")")
