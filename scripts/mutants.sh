@@ -79,7 +79,10 @@ tier() {
 # timed out.
 why() {
 	local log=$1 what hung
-	what=$(grep -oE -- '--- FAIL: [^ ]+' "$log" | awk '{print $3}' | awk -F/ '!seen[$1]++' | head -3 | paste -sd, -)
+	# The first three tests that failed, each by its top-level name or, for a
+	# subtest, its top-level and its own name (a suite's check).
+	what=$(grep -oE -- '--- FAIL: [^ ]+' "$log" | awk '{print $3}' |
+		awk -F/ '{n = NF > 1 ? $1 "/…/" $NF : $1} !seen[$1]++ {print n}' | head -3 | paste -sd, -)
 	if grep -q 'panic: test timed out' "$log"; then
 		hung=$(awk '/running tests:/ {f = 1; next} f {sub(/^[ \t]+/, ""); sub(/ \(.*$/, ""); print; exit}' "$log")
 		what="${what:+$what, }timeout in ${hung:-?}"
