@@ -38,7 +38,8 @@
 //
 // The options declare where an implementation's promises differ from
 // atomicsem's FIFO mode, and size the concurrent checks: Barging for
-// arrivals that may take free permits ahead of parked waiters, MemoryModel
+// arrivals that may take free permits ahead of parked waiters (and
+// StarvationBound for how long they may), MemoryModel
 // for an implementation whose Release synchronizes before the Acquire it
 // admits in the sense of the Go memory model, Join for a backend shared by
 // several handles, and Load and Rounds for the concurrent checks' size.
@@ -48,6 +49,7 @@ import (
 	"context"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/atomicsem/atomicsem/token"
 )
@@ -134,6 +136,7 @@ type Option func(*config)
 type config struct {
 	bubble      bool
 	barging     bool
+	bound       time.Duration // the starvation bound of a barging semaphore
 	memoryModel bool
 	join        JoinFunc
 	goroutines  int // concurrent workers in the load checks
@@ -150,6 +153,14 @@ func InBubble() Option { return func(c *config) { c.bubble = true } }
 // waiters (atomicsem.WithBarging). The checks of strict FIFO order are
 // skipped, and the check that arrivals do barge is run instead.
 func Barging() Option { return func(c *config) { c.barging = true } }
+
+// StarvationBound declares, for a barging semaphore, how long a parked
+// waiter may lose to arrivals before the semaphore turns to handing permits
+// to its waiters in order (atomicsem.WithStarvationBound). The check that a
+// large request is not starved by a stream of small ones then runs in
+// barging mode too, and requires the request to be served within three
+// bounds.
+func StarvationBound(d time.Duration) Option { return func(c *config) { c.bound = d } }
 
 // MemoryModel declares that a token's Release synchronizes before the
 // return of the Acquire or TryAcquire that obtains the released permits, in
