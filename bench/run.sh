@@ -12,6 +12,8 @@
 #   credit    package credit (BenchmarkCredit*)
 #   group     package group (BenchmarkGroup*)
 #   adaptive  package adaptive (BenchmarkAcquireRecord in bench/adaptive)
+#             beside failsafe-go and go-concurrency-limits, and the
+#             side-by-side simulation (results/adaptive-sim.txt)
 #   etcdsem   the fleet semaphore against etcd's concurrency.Mutex, on an
 #             in-process etcd server (BenchmarkLimitOne in the etcdsem
 #             module)
@@ -102,7 +104,7 @@ tables() {
 	credit) "${BENCHSTAT[@]}" -col '/impl@(credit xrate juju uber floor floorclock)' "$raw" ;;
 	group) "${BENCHSTAT[@]}" -col '/impl@(errgroup group group-go conc chanwg)' "$raw" ;;
 	adaptive)
-		"${BENCHSTAT[@]}" -col '/impl@(failsafe adaptive-aimd adaptive-vegas adaptive-gradient2 failsafe-100ms)' "$raw"
+		"${BENCHSTAT[@]}" -col '/impl@(failsafe adaptive-aimd adaptive-vegas adaptive-gradient2 failsafe-100ms gcl-gradient2 gcl-gradient2-100ms gcl-vegas gcl-vegas-100ms)' "$raw"
 		;;
 	etcdsem) "${BENCHSTAT[@]}" -col /impl "$raw" ;;
 	esac
@@ -183,4 +185,19 @@ for g in "${run[@]}"; do
 		tables "$g" "$RESULTS/$g.txt"
 	} >"$RESULTS/$g.benchstat.txt"
 	echo "run.sh: wrote $RESULTS/$g.txt and $RESULTS/$g.benchstat.txt" >&2
+done
+
+# The adaptive group also writes the side-by-side simulation that
+# docs/adaptive.md quotes. It runs on a fake clock, so one run is exact and
+# takes seconds.
+for g in "${run[@]}"; do
+	[ "$g" = adaptive ] || continue
+	{
+		echo "# adaptivetest.Evaluate, side by side (TestSimulationSideBySide -adaptive.long in bench/adaptive)"
+		header "$g" | sed -n 2,3p
+		echo
+		(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^TestSimulationSideBySide$' -test.v -adaptive.long) |
+			sed -n 's/^        //p'
+	} >"$RESULTS/adaptive-sim.txt"
+	echo "run.sh: wrote $RESULTS/adaptive-sim.txt" >&2
 done
