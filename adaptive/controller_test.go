@@ -55,15 +55,23 @@ func TestAIMDBacksOffOncePerCongestionEvent(t *testing.T) {
 	}
 }
 
+// firstProbe runs the first probe of c, a Vegas or a Gradient2, which
+// share it: it measures an unloaded RTT of 20 ms and leaves the limit at 75.
+// It returns that limit and the time c's next sample may start.
+func firstProbe(t *testing.T, c adaptive.Controller) (float64, time.Time) {
+	l := c.Next(100, adaptive.Sample{Start: t0, RTT: 20 * ms, InFlight: 100})
+	require.Equal(t, 75.0, l, "the first sample starts a probe at three quarters of the limit")
+	l, at := feed(c, l, t0.Add(20*ms), 75, 20*ms, 75, false)
+	require.Equal(t, 56.25, l, "the first probe takes a second step, having no unloaded RTT to compare with")
+	l, at = feed(c, l, at, 57, 20*ms, 56, false)
+	require.Equal(t, 75.0, l, "the probe ends at the largest limit that did not queue")
+	return l, at
+}
+
 // settledVegas runs v's first probe, which measures an rttNoLoad of 20 ms,
 // and returns the time its next sample may start.
 func settledVegas(t *testing.T, v *adaptive.Vegas) time.Time {
-	l := v.Next(100, adaptive.Sample{Start: t0, RTT: 20 * ms, InFlight: 100})
-	require.Equal(t, 75.0, l, "the first sample starts a probe at three quarters of the limit")
-	l, at := feed(v, l, t0.Add(20*ms), 75, 20*ms, 75, false)
-	require.Equal(t, 56.25, l, "the first probe takes a second step, having no rttNoLoad to compare with")
-	l, at = feed(v, l, at, 57, 20*ms, 56, false)
-	require.Equal(t, 75.0, l, "the probe ends at the largest limit that did not queue")
+	_, at := firstProbe(t, v)
 	return at
 }
 
@@ -170,12 +178,7 @@ func TestVegasReprobeDoesNotAdoptAQueuedRTT(t *testing.T) {
 // start.
 func settledGradient2(t *testing.T) (*adaptive.Gradient2, float64, time.Time) {
 	g := &adaptive.Gradient2{}
-	l := g.Next(100, adaptive.Sample{Start: t0, RTT: 20 * ms, InFlight: 100})
-	require.Equal(t, 75.0, l, "the first sample starts a probe at three quarters of the limit")
-	l, at := feed(g, l, t0.Add(20*ms), 75, 20*ms, 75, false)
-	require.Equal(t, 56.25, l, "the first probe takes a second step, having no baseline to compare with")
-	l, at = feed(g, l, at, 57, 20*ms, 56, false)
-	require.Equal(t, 75.0, l, "the probe ends at the largest limit that did not queue")
+	l, at := firstProbe(t, g)
 	return g, l, at
 }
 
