@@ -2,11 +2,11 @@ package atomicsem
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 
 	"github.com/atomicsem/atomicsem/internal/hook"
 	"github.com/atomicsem/atomicsem/internal/state"
+	"github.com/atomicsem/atomicsem/semcontract"
 	"github.com/atomicsem/atomicsem/token"
 )
 
@@ -45,7 +45,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 		}
 		if w == nil {
 			if n == 0 {
-				return emptyToken(), nil
+				return token.Empty(), nil
 			}
 			return s.tokenFor(n), nil // taken under the lock
 		}
@@ -137,7 +137,7 @@ func (s *Semaphore) tryAcquireSlow(n int64) (token.Token, bool) {
 	if n != 0 || s.load().Closed() {
 		return token.Token{}, false
 	}
-	return emptyToken(), true
+	return token.Empty(), true
 }
 
 // queueBehind is the arrival of a contended FIFO hand-off: it queues a
@@ -202,13 +202,7 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64, bubbled bool) (*wa
 
 // checkRequest validates n against MaxPermits and the semaphore's maximum.
 func (s *Semaphore) checkRequest(n int64) error {
-	if n < 0 || n > MaxPermits {
-		return fmt.Errorf("%w: %d is outside [0, %d]", ErrInvalidPermits, n, MaxPermits)
-	}
-	if n > s.max {
-		return fmt.Errorf("%w: requested %d, max %d", ErrExceedsMax, n, s.max)
-	}
-	return nil
+	return semcontract.CheckRequest(n, s.max, ErrInvalidPermits, ErrExceedsMax)
 }
 
 // spinFor is a barging arrival's last try before the queue: while another

@@ -18,10 +18,6 @@ import (
 
 func (s *Semaphore) tokenFor(n int64) token.Token { return token.New((*owner)(s), n, 0) }
 
-// emptyToken returns a token for no permits. Its owner does nothing, so
-// ending it touches neither the word nor the lock.
-func emptyToken() token.Token { return token.New(noPermits{}, 0, 0) }
-
 // owner is the semaphore as its tokens see it. The type is unexported, so no
 // caller can build a token that returns permits to a semaphore.
 type owner Semaphore
@@ -87,15 +83,6 @@ func (w *waiter) claim(tag uint32) {
 	if !w.gen.CompareAndSwap(tag, tag+1) {
 		panic(errTokenEndedTwice)
 	}
-}
-
-// noPermits is the owner of the tokens that acquires of 0 return.
-type noPermits struct{}
-
-func (noPermits) ReturnPermits(int64, uint32) {}
-func (noPermits) ForgetPermits(int64, uint32) {}
-func (p noPermits) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) {
-	return p, tag
 }
 
 // The panics of a token ended twice that the semaphore catches.

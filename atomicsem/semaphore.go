@@ -13,7 +13,6 @@
 package atomicsem
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -23,25 +22,29 @@ import (
 
 	"github.com/atomicsem/atomicsem/internal/hook"
 	"github.com/atomicsem/atomicsem/internal/state"
+	"github.com/atomicsem/atomicsem/semcontract"
 )
 
 // MaxPermits is the largest value for a semaphore's maximum, limit, or a
 // single request: 2^30 − 1, the widest that the packed state word holds.
 // A budget of bytes up to a gigabyte can be counted in bytes; above that,
-// count in KiB.
-const MaxPermits = state.MaxPermits
+// count in KiB. It is semcontract.MaxPermits, which every implementation
+// keeps to.
+const MaxPermits = semcontract.MaxPermits
 
+// The errors are package semcontract's, which every implementation
+// matches, so errors.Is finds them whichever semaphore returned them.
 var (
 	// ErrClosed is returned by Acquire and SetLimit after Close.
-	ErrClosed = errors.New("atomicsem: semaphore is closed")
+	ErrClosed = semcontract.ErrClosed
 	// ErrExceedsMax is returned (wrapped, with the numbers) when a request
 	// or a limit is larger than the semaphore's maximum.
-	ErrExceedsMax = errors.New("atomicsem: exceeds the semaphore's maximum")
+	ErrExceedsMax = semcontract.ErrExceedsMax
 	// ErrInvalidPermits is returned (wrapped, with the numbers) for a
 	// negative request or one above MaxPermits, and by New for arguments
 	// outside 0 ≤ initial ≤ max ≤ MaxPermits. (A limit above the maximum,
 	// MaxPermits included, is ErrExceedsMax.)
-	ErrInvalidPermits = errors.New("atomicsem: invalid number of permits")
+	ErrInvalidPermits = semcontract.ErrInvalidPermits
 )
 
 // Semaphore is a weighted semaphore with a live limit that can move while
@@ -250,15 +253,10 @@ func (s *Semaphore) Close() {
 	}
 }
 
-// Stats is a snapshot of a semaphore's state.
-type Stats struct {
-	Available int64 // permits free now; negative while the limit is below Held
-	Held      int64 // permits held by live tokens
-	Limit     int64 // the live limit: Available + Held
-	Max       int64 // the ceiling fixed by New
-	Waiters   int   // parked acquirers
-	Closed    bool
-}
+// Stats is a snapshot of a semaphore's state: Available, Held, Limit, Max
+// (the ceiling fixed by New), Waiters and Closed. It is semcontract.Stats,
+// the shape every implementation reports.
+type Stats = semcontract.Stats
 
 // Stats returns a snapshot of the semaphore, taken under the queue lock:
 // Available, Held, Limit and Closed come from one load of the state word,

@@ -288,7 +288,7 @@ func (b *Bucket) Spend(ctx context.Context, n int64) error {
 // TryAcquire(0) returns a token for nothing.
 func (b *Bucket) TryAcquire(n int64) (token.Token, bool) {
 	if n == 0 {
-		return token.New(noCredit{}, 0, 0), true
+		return token.Empty(), true
 	}
 	if n < 0 || n > b.burst || b.waiting.Load() != 0 {
 		return token.Token{}, false
@@ -323,7 +323,7 @@ func (b *Bucket) Acquire(ctx context.Context, n int64) (token.Token, error) {
 		return token.Token{}, err
 	}
 	if n == 0 {
-		return token.New(noCredit{}, 0, 0), nil
+		return token.Empty(), nil
 	}
 	if b.waiting.Load() == 0 {
 		r := b.tryReserve(n)

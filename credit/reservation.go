@@ -90,12 +90,3 @@ func (r *reservation) check(n int64) {
 		panic(errEndedTwice)
 	}
 }
-
-// noCredit is the owner of tokens for nothing.
-type noCredit struct{}
-
-func (noCredit) ReturnPermits(int64, uint32) {}
-func (noCredit) ForgetPermits(int64, uint32) {}
-func (c noCredit) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) {
-	return c, tag
-}

@@ -59,12 +59,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/semcontract"
 )
 
 // MaxPermits is the largest value for a semaphore's maximum, limit, or a
 // single request, the same as atomicsem.MaxPermits.
-const MaxPermits = atomicsem.MaxPermits
+const MaxPermits = semcontract.MaxPermits
 
 // DefaultTimeout bounds each round trip to etcd unless WithTimeout says
 // otherwise.
@@ -84,16 +84,16 @@ func (e *sentinel) Is(target error) bool { return target == e.core }
 var (
 	// ErrClosed is returned by the calls that would change the count after
 	// Close. It matches atomicsem.ErrClosed.
-	ErrClosed error = &sentinel{"etcdsem: semaphore is closed", atomicsem.ErrClosed}
+	ErrClosed error = &sentinel{"etcdsem: semaphore is closed", semcontract.ErrClosed}
 	// ErrExceedsMax is returned (wrapped, with the numbers) when a request
 	// or a limit is larger than the semaphore's maximum. It matches
 	// atomicsem.ErrExceedsMax.
-	ErrExceedsMax error = &sentinel{"etcdsem: exceeds the semaphore's maximum", atomicsem.ErrExceedsMax}
+	ErrExceedsMax error = &sentinel{"etcdsem: exceeds the semaphore's maximum", semcontract.ErrExceedsMax}
 	// ErrInvalidPermits is returned (wrapped, with the numbers) for a
 	// negative count or one above MaxPermits, and by New for arguments
 	// outside 0 ≤ initial ≤ max ≤ MaxPermits. It matches
 	// atomicsem.ErrInvalidPermits.
-	ErrInvalidPermits error = &sentinel{"etcdsem: invalid number of permits", atomicsem.ErrInvalidPermits}
+	ErrInvalidPermits error = &sentinel{"etcdsem: invalid number of permits", semcontract.ErrInvalidPermits}
 	// ErrSessionLost is returned once the Semaphore's session has ended:
 	// its lease expired, its client was closed, or the Semaphore gave the
 	// session up after a round trip it could not complete. The tokens
@@ -390,13 +390,7 @@ func (s *Semaphore) rpcError(ctx context.Context, err error) error {
 
 // checkRequest validates a request for n permits.
 func (s *Semaphore) checkRequest(n int64) error {
-	if n < 0 || n > MaxPermits {
-		return fmt.Errorf("%w: %d is outside [0, %d]", ErrInvalidPermits, n, MaxPermits)
-	}
-	if n > s.max {
-		return fmt.Errorf("%w: requested %d, max %d", ErrExceedsMax, n, s.max)
-	}
-	return nil
+	return semcontract.CheckRequest(n, s.max, ErrInvalidPermits, ErrExceedsMax)
 }
 
 // noteConfig records c as the latest config seen, unless a later one has

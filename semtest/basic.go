@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/semcontract"
 	"github.com/atomicsem/atomicsem/token"
 )
 
@@ -33,12 +33,12 @@ func newRejectsBadArguments(e *env) {
 		{"negative initial", -1, 5},
 		{"negative max", 0, -1},
 		{"initial above max", 6, 5},
-		{"max above MaxPermits", 0, atomicsem.MaxPermits + 1},
-		{"both above MaxPermits", atomicsem.MaxPermits + 1, atomicsem.MaxPermits + 1},
+		{"max above MaxPermits", 0, semcontract.MaxPermits + 1},
+		{"both above MaxPermits", semcontract.MaxPermits + 1, semcontract.MaxPermits + 1},
 	}
 	for _, tt := range tests {
 		s, err := e.newSem(e.t, tt.initial, tt.max)
-		require.ErrorIs(e.t, err, atomicsem.ErrInvalidPermits, tt.name)
+		require.ErrorIs(e.t, err, semcontract.ErrInvalidPermits, tt.name)
 		require.Nil(e.t, s, tt.name)
 	}
 }
@@ -50,7 +50,7 @@ func newAcceptsTheEdges(e *env) {
 	}{
 		{"empty", 0, 0},
 		{"below its ceiling", 0, 10},
-		{"widest", atomicsem.MaxPermits, atomicsem.MaxPermits},
+		{"widest", semcontract.MaxPermits, semcontract.MaxPermits},
 	}
 	for _, tt := range tests {
 		s := e.new(tt.initial, tt.max)
@@ -69,16 +69,16 @@ func rejectedCallsLeaveStatsUnchanged(e *env) {
 	}{
 		{"Acquire negative", func(s Semaphore) {
 			tok, err := s.Acquire(e.background(), -1)
-			require.ErrorIs(e.t, err, atomicsem.ErrInvalidPermits)
+			require.ErrorIs(e.t, err, semcontract.ErrInvalidPermits)
 			require.Zero(e.t, tok.Permits())
 		}},
 		{"Acquire above MaxPermits", func(s Semaphore) {
-			_, err := s.Acquire(e.background(), atomicsem.MaxPermits+1)
-			require.ErrorIs(e.t, err, atomicsem.ErrInvalidPermits)
+			_, err := s.Acquire(e.background(), semcontract.MaxPermits+1)
+			require.ErrorIs(e.t, err, semcontract.ErrInvalidPermits)
 		}},
 		{"Acquire MaxInt64 with permits held", func(s Semaphore) {
 			_, err := s.Acquire(e.background(), math.MaxInt64)
-			require.ErrorIs(e.t, err, atomicsem.ErrInvalidPermits)
+			require.ErrorIs(e.t, err, semcontract.ErrInvalidPermits)
 		}},
 		{"Acquire above max", func(s Semaphore) {
 			// No limit could ever admit it, so it must fail at once
@@ -87,19 +87,19 @@ func rejectedCallsLeaveStatsUnchanged(e *env) {
 			defer cancel()
 			start := time.Now()
 			_, err := s.Acquire(ctx, max+1)
-			require.ErrorIs(e.t, err, atomicsem.ErrExceedsMax)
+			require.ErrorIs(e.t, err, semcontract.ErrExceedsMax)
 			e.requireImmediate(start)
 		}},
 		{"Acquire MaxPermits above max", func(s Semaphore) {
-			_, err := s.Acquire(e.background(), atomicsem.MaxPermits)
-			require.ErrorIs(e.t, err, atomicsem.ErrExceedsMax)
+			_, err := s.Acquire(e.background(), semcontract.MaxPermits)
+			require.ErrorIs(e.t, err, semcontract.ErrExceedsMax)
 		}},
 		{"TryAcquire negative", func(s Semaphore) {
 			_, ok := s.TryAcquire(-1)
 			require.False(e.t, ok)
 		}},
 		{"TryAcquire above MaxPermits", func(s Semaphore) {
-			_, ok := s.TryAcquire(atomicsem.MaxPermits + 1)
+			_, ok := s.TryAcquire(semcontract.MaxPermits + 1)
 			require.False(e.t, ok)
 		}},
 		{"TryAcquire MaxInt64 with permits held", func(s Semaphore) {
@@ -120,15 +120,15 @@ func rejectedCallsLeaveStatsUnchanged(e *env) {
 			require.False(e.t, s.TryRelease(max-s.Stats().Limit+1))
 		}},
 		{"TryRelease above MaxPermits", func(s Semaphore) {
-			require.False(e.t, s.TryRelease(atomicsem.MaxPermits+1))
+			require.False(e.t, s.TryRelease(semcontract.MaxPermits+1))
 		}},
 		{"Refill zero", func(s Semaphore) { require.Zero(e.t, s.Refill(0)) }},
 		{"Refill negative", func(s Semaphore) { require.Zero(e.t, s.Refill(-1)) }},
 		{"SetLimit negative", func(s Semaphore) {
-			require.ErrorIs(e.t, s.SetLimit(-1), atomicsem.ErrInvalidPermits)
+			require.ErrorIs(e.t, s.SetLimit(-1), semcontract.ErrInvalidPermits)
 		}},
 		{"SetLimit above max", func(s Semaphore) {
-			require.ErrorIs(e.t, s.SetLimit(max+1), atomicsem.ErrExceedsMax)
+			require.ErrorIs(e.t, s.SetLimit(max+1), semcontract.ErrExceedsMax)
 		}},
 		{"Release of the zero Token", func(Semaphore) {
 			var tok token.Token

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/semcontract"
 )
 
 // forgetChecks are TryForget's, for a semaphore that is a Forgetter.
@@ -43,7 +43,7 @@ func tryForgetRetiresAvailablePermits(e *env) {
 		{"more than available", 9, false, 10, Stats{Available: 8, Held: 2, Limit: 10, Max: 16}},
 		{"nothing reads the limit", 0, true, 10, Stats{Available: 8, Held: 2, Limit: 10, Max: 16}},
 		{"negative", -1, false, 10, Stats{Available: 8, Held: 2, Limit: 10, Max: 16}},
-		{"above MaxPermits", atomicsem.MaxPermits + 1, false, 10, Stats{Available: 8, Held: 2, Limit: 10, Max: 16}},
+		{"above MaxPermits", semcontract.MaxPermits + 1, false, 10, Stats{Available: 8, Held: 2, Limit: 10, Max: 16}},
 	}
 	for _, tt := range tests {
 		s := e.new(10, 16)
@@ -51,7 +51,7 @@ func tryForgetRetiresAvailablePermits(e *env) {
 		tok := e.mustTake(s, 2)
 		limit, ok := f.TryForget(tt.n)
 		require.Equal(e.t, tt.wantOK, ok, tt.name)
-		if ok || tt.n >= 0 && tt.n <= atomicsem.MaxPermits {
+		if ok || tt.n >= 0 && tt.n <= semcontract.MaxPermits {
 			require.Equal(e.t, tt.wantLimit, limit, tt.name)
 		}
 		require.Equal(e.t, tt.want, s.Stats(), tt.name)

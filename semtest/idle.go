@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/semcontract"
 )
 
 // idleChecks are WaitIdle's.
@@ -179,7 +179,7 @@ func waitIdleAfterCloseIsAGracefulShutdown(e *env) {
 	idle := goWaitIdle(e.background(), s)
 	e.requireIdleBlocked(s, idle)
 	_, err := s.Acquire(e.background(), 1)
-	require.ErrorIs(e.t, err, atomicsem.ErrClosed)
+	require.ErrorIs(e.t, err, semcontract.ErrClosed)
 	a.Release()
 	require.NoError(e.t, e.waitIdleReturns(idle))
 	require.Equal(e.t, Stats{Available: 3, Held: 0, Limit: 3, Max: 3, Closed: true}, s.Stats())

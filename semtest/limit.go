@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/semcontract"
 	"github.com/atomicsem/atomicsem/token"
 )
 
@@ -28,7 +28,7 @@ var limitChecks = []check{
 
 // MaxPermits is 2^30 − 1, so that a budget of a billion bytes is exact.
 func maxPermitsHoldsABillionBytes(e *env) {
-	require.Equal(e.t, int64(1<<30-1), int64(atomicsem.MaxPermits))
+	require.Equal(e.t, int64(1<<30-1), int64(semcontract.MaxPermits))
 	s := e.new(1e9, 1e9)
 	tok := e.mustTake(s, 512<<20)
 	require.Equal(e.t, Stats{Available: 1e9 - 512<<20, Held: 512 << 20, Limit: 1e9, Max: 1e9}, s.Stats())
@@ -39,7 +39,7 @@ func maxPermitsHoldsABillionBytes(e *env) {
 // MaxPermits + 1: nothing wraps, and what is out of range gets the
 // documented error (or false, or 0) with nothing changed.
 func boundariesAtMaxPermits(e *env) {
-	const top = atomicsem.MaxPermits
+	const top = semcontract.MaxPermits
 	s := e.new(0, top)
 
 	// Adding permits: up to exactly MaxPermits, never past it.
@@ -54,7 +54,7 @@ func boundariesAtMaxPermits(e *env) {
 
 	// Requests.
 	_, err := s.Acquire(e.background(), top+1)
-	require.ErrorIs(e.t, err, atomicsem.ErrInvalidPermits)
+	require.ErrorIs(e.t, err, semcontract.ErrInvalidPermits)
 	_, ok := s.TryAcquire(top + 1)
 	require.False(e.t, ok)
 	one, err := s.Acquire(e.background(), 1)
@@ -66,7 +66,7 @@ func boundariesAtMaxPermits(e *env) {
 	require.Equal(e.t, Stats{Available: 0, Held: top, Limit: top, Max: top}, s.Stats())
 
 	// Limits, with everything held: the deepest debt, and back.
-	require.ErrorIs(e.t, s.SetLimit(top+1), atomicsem.ErrExceedsMax)
+	require.ErrorIs(e.t, s.SetLimit(top+1), semcontract.ErrExceedsMax)
 	require.NoError(e.t, s.SetLimit(top-1))
 	require.Equal(e.t, Stats{Available: -1, Held: top, Limit: top - 1, Max: top}, s.Stats())
 	require.NoError(e.t, s.SetLimit(0))
@@ -89,13 +89,13 @@ func boundariesAtMaxPermits(e *env) {
 // A semaphore whose maximum is below MaxPermits refuses what is above its
 // maximum, at the edge, with ErrExceedsMax.
 func boundariesAtASmallerMaximum(e *env) {
-	const max = atomicsem.MaxPermits - 1
+	const max = semcontract.MaxPermits - 1
 	s := e.new(max, max)
 	_, err := s.Acquire(e.background(), max+1)
-	require.ErrorIs(e.t, err, atomicsem.ErrExceedsMax)
+	require.ErrorIs(e.t, err, semcontract.ErrExceedsMax)
 	_, ok := s.TryAcquire(max + 1)
 	require.False(e.t, ok)
-	require.ErrorIs(e.t, s.SetLimit(max+1), atomicsem.ErrExceedsMax)
+	require.ErrorIs(e.t, s.SetLimit(max+1), semcontract.ErrExceedsMax)
 	require.False(e.t, s.TryRelease(1))
 	require.Zero(e.t, s.Refill(1))
 	tok, err := s.Acquire(e.background(), max)
@@ -361,7 +361,7 @@ func closeFailsParkedWaitersAndLaterCalls(e *env) {
 	e.settle()
 	for _, p := range parked {
 		require.True(e.t, p.returned(), "Close must wake every parked waiter")
-		require.ErrorIs(e.t, p.err, atomicsem.ErrClosed)
+		require.ErrorIs(e.t, p.err, semcontract.ErrClosed)
 		require.Zero(e.t, p.tok.Permits())
 	}
 	want := Stats{Available: 0, Held: 2, Limit: 2, Max: 6, Waiters: 0, Closed: true}
@@ -369,16 +369,16 @@ func closeFailsParkedWaitersAndLaterCalls(e *env) {
 
 	// Every call that would change the count fails, and changes nothing.
 	_, err := s.Acquire(e.background(), 1)
-	require.ErrorIs(e.t, err, atomicsem.ErrClosed)
+	require.ErrorIs(e.t, err, semcontract.ErrClosed)
 	_, err = s.Acquire(e.background(), 0)
-	require.ErrorIs(e.t, err, atomicsem.ErrClosed)
+	require.ErrorIs(e.t, err, semcontract.ErrClosed)
 	_, ok := s.TryAcquire(0)
 	require.False(e.t, ok)
 	_, ok = s.TryAcquire(1)
 	require.False(e.t, ok)
 	require.False(e.t, s.TryRelease(1))
 	require.Zero(e.t, s.Refill(1))
-	require.ErrorIs(e.t, s.SetLimit(4), atomicsem.ErrClosed)
+	require.ErrorIs(e.t, s.SetLimit(4), semcontract.ErrClosed)
 	s.Close()
 	require.Equal(e.t, want, s.Stats())
 

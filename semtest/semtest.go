@@ -9,18 +9,22 @@
 //
 //	func TestConformance(t *testing.T) {
 //		semtest.Run(t, func(t *testing.T, initial, max int64) (semtest.Semaphore, error) {
-//			return mysem.New(initial, max)
-//		})
+//			return atomicsem.New(initial, max)
+//		}, semtest.InBubble(), semtest.MemoryModel())
 //	}
 //
-// The suite is the black-box behaviour of atomicsem.Semaphore, which passes
-// it in both of its modes, and etcdsem, which passes it through an adapter
-// (see etcdsem's conformance_test.go). Each check is a subtest named after
-// the behaviour it pins down, so a failure names what is broken.
+// The suite is the black-box behaviour of atomicsem.Semaphore, which
+// satisfies Semaphore as it is and passes the suite in both of its modes,
+// and of etcdsem, whose methods take a context and return errors, and which
+// passes it through an adapter (see etcdsem's conformance_test.go). Each
+// check is a subtest named after the behaviour it pins down, so a failure
+// names what is broken.
 //
-// Errors are matched with errors.Is against atomicsem's sentinels
-// (atomicsem.ErrClosed, atomicsem.ErrExceedsMax, atomicsem.ErrInvalidPermits),
-// so an implementation's own errors must match them, through Unwrap or an Is
+// The suite imports the contract (package semcontract), not an
+// implementation of it. Errors are matched with errors.Is against the
+// contract's sentinels (semcontract.ErrClosed, semcontract.ErrExceedsMax,
+// semcontract.ErrInvalidPermits, which atomicsem re-exports), so an
+// implementation's own errors must match them, through Unwrap or an Is
 // method. A context's error must come back unwrapped.
 //
 // # Settling
@@ -51,6 +55,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/atomicsem/atomicsem/semcontract"
 	"github.com/atomicsem/atomicsem/token"
 )
 
@@ -83,16 +88,9 @@ type Semaphore interface {
 	WaitIdle(ctx context.Context) error
 }
 
-// Stats is a snapshot of a semaphore's state, with atomicsem.Stats's
-// fields and meanings.
-type Stats struct {
-	Available int64 // permits free now; negative while the limit is below Held
-	Held      int64 // permits held by live tokens
-	Limit     int64 // the live limit: Available + Held
-	Max       int64 // the ceiling fixed at construction
-	Waiters   int   // parked acquirers
-	Closed    bool
-}
+// Stats is a snapshot of a semaphore's state: semcontract.Stats, which
+// atomicsem.Stats is too.
+type Stats = semcontract.Stats
 
 // Settler is implemented by a Semaphore that cannot run in a
 // testing/synctest bubble, so that the suite can tell when every waiter
@@ -119,7 +117,7 @@ type Forgetter interface {
 
 // NewFunc returns a semaphore with initial permits available (and as its
 // limit) and a ceiling of max, or the error New would return: the suite
-// passes invalid arguments too, and expects atomicsem.ErrInvalidPermits for
+// passes invalid arguments too, and expects semcontract.ErrInvalidPermits for
 // them. It is called inside the subtest, and inside its bubble under
 // InBubble; t is the subtest's.
 type NewFunc func(t *testing.T, initial, max int64) (Semaphore, error)

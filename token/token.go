@@ -88,6 +88,21 @@ func New(owner Owner, n int64, tag uint32) Token {
 	return Token{owner: owner, n: n, tag: ownerTag{tag}, state: live}
 }
 
+// Empty returns a live token for zero permits that returns them to nobody:
+// what a semaphore hands out for a request of 0. Ending it, or a token
+// split from it, changes nothing anywhere.
+func Empty() Token { return New(nobody{}, 0, 0) }
+
+// nobody is the owner of the tokens Empty returns. It keeps no books, so
+// it returns itself and the tag from SplitPermits.
+type nobody struct{}
+
+func (nobody) ReturnPermits(int64, uint32) {}
+func (nobody) ForgetPermits(int64, uint32) {}
+func (o nobody) SplitPermits(_, _ int64, tag uint32) (Owner, uint32) {
+	return o, tag
+}
+
 // Release gives the token's permits back to the semaphore that issued it,
 // which may wake waiters that now fit. Afterwards the token is spent and
 // Permits returns 0.

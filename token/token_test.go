@@ -175,6 +175,23 @@ func TestZeroTokenHoldsNothingAndPanicsOnEnd(t *testing.T) {
 	}
 }
 
+func TestEmptyTokenEndsOnceAndSplitsIntoEmptyTokens(t *testing.T) {
+	for _, op := range []string{"Release", "Forget"} {
+		t.Run(op, func(t *testing.T) {
+			tok := token.Empty()
+			require.Zero(t, tok.Permits())
+			part, ok := tok.Split(0)
+			require.True(t, ok)
+			_, ok = tok.Split(1)
+			require.False(t, ok, "an empty token has nothing to split off")
+			end(&part, op)
+			end(&tok, op)
+			msg := panicMessage(func() { end(&tok, op) })
+			require.Equal(t, "token: "+op+" called on a token that was already released or forgotten", msg)
+		})
+	}
+}
+
 func TestEndingTwicePanicsAndChangesNothing(t *testing.T) {
 	tests := []struct {
 		first, second string
