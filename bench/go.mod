@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/atomicsem/atomicsem => ../
 
 require (
-	github.com/atomicsem/atomicsem v0.0.0-00010101000000-000000000000
+	github.com/atomicsem/atomicsem v0.1.0
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/juju/ratelimit v1.0.2
 	github.com/sourcegraph/conc v0.3.0

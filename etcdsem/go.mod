@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/atomicsem/atomicsem => ../
 
 require (
-	github.com/atomicsem/atomicsem v0.0.0-00010101000000-000000000000
+	github.com/atomicsem/atomicsem v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3
