@@ -17,9 +17,12 @@
 #   COUNT      rounds, one sample of each build per round (default 10)
 #   BENCHTIME  -benchtime of each sample (default 500ms)
 #   CPU        -cpu list (default: GOMAXPROCS only)
-#   SAVE       a name: also write the raw results to bench/results/SAVE.before.txt
-#              and SAVE.after.txt, and benchstat's output to
-#              bench/results/SAVE.benchstat.txt
+#   SAVE       a name: also keep the raw results as
+#              bench/out/compare/SAVE.before.txt and SAVE.after.txt, and
+#              benchstat's output as SAVE.benchstat.txt there. A comparison
+#              is a step in making a change, not a result of the tree, so
+#              it stays out of bench/results (the commit message can quote
+#              it).
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
@@ -91,9 +94,8 @@ done
 } >"$out/benchstat.txt"
 cat "$out/benchstat.txt"
 if [ -n "$SAVE" ]; then
-	mkdir -p results
-	cp "$out/before.txt" "results/$SAVE.before.txt"
-	cp "$out/after.txt" "results/$SAVE.after.txt"
-	cp "$out/benchstat.txt" "results/$SAVE.benchstat.txt"
-	echo "compare.sh: wrote bench/results/$SAVE.before.txt, $SAVE.after.txt and $SAVE.benchstat.txt" >&2
+	cp "$out/before.txt" "$out/$SAVE.before.txt"
+	cp "$out/after.txt" "$out/$SAVE.after.txt"
+	cp "$out/benchstat.txt" "$out/$SAVE.benchstat.txt"
+	echo "compare.sh: wrote bench/out/compare/$SAVE.before.txt, $SAVE.after.txt and $SAVE.benchstat.txt" >&2
 fi

@@ -22,7 +22,8 @@
 #   COUNT      samples per benchmark (default 10)
 #   BENCHTIME  -benchtime of each sample (default 500ms)
 #   CPU        -cpu list, e.g. 1,2 (default: GOMAXPROCS only)
-#   RESULTS    directory for the results (default bench/results)
+#   RESULTS    directory for the results (default bench/results; relative
+#              paths are taken from bench/)
 #   TABLES     set to 1 to rewrite GROUP.benchstat.txt from the GROUP.txt
 #              already there, without running anything
 #
@@ -32,6 +33,13 @@
 # moves all columns alike instead of skewing the one that ran during it.
 # With the defaults, core takes about 15 minutes on 2 CPUs and every group
 # about 30.
+#
+# Results that go to bench/results name the commit that produced them, so
+# run.sh refuses to write them from a tree with uncommitted changes (git
+# describe --dirty): commit first, then run. Elsewhere (RESULTS=out/...,
+# ignored by git) it runs on any tree and records the revision as it is.
+# The adaptive group also redraws docs/adaptive-follow.png when its results
+# go to bench/results, and draws $RESULTS/adaptive-follow.png otherwise.
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -115,7 +123,19 @@ if [ ${#groups[@]} -eq 0 ]; then
 	groups=("${ALL_GROUPS[@]}")
 fi
 
+# published reports whether the results go to bench/results, where only
+# those of a committed tree belong.
+published() { [ "$(cd "$RESULTS" 2>/dev/null && pwd -P)" = "$(pwd -P)/results" ]; }
+
 mkdir -p out "$RESULTS"
+if [ -z "$TABLES" ] && published; then
+	rev=$(git describe --always --dirty 2>/dev/null || echo unknown)
+	if [[ $rev == *-dirty || $rev == unknown ]]; then
+		echo "run.sh: the tree is at $rev; bench/results holds only results of a committed tree:" >&2
+		echo "run.sh: commit first, or set RESULTS to a directory under bench/out" >&2
+		exit 1
+	fi
+fi
 
 if [ -n "$TABLES" ]; then
 	for g in "${groups[@]}"; do
@@ -200,4 +220,9 @@ for g in "${run[@]}"; do
 			sed -n 's/^        //p'
 	} >"$RESULTS/adaptive-sim.txt"
 	echo "run.sh: wrote $RESULTS/adaptive-sim.txt" >&2
+	plot=$PWD/$RESULTS/adaptive-follow.png
+	[[ $RESULTS == /* ]] && plot=$RESULTS/adaptive-follow.png
+	published && plot=$(cd .. && pwd)/docs/adaptive-follow.png
+	(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^TestPlotFollow$' -adaptive.plot "$plot" >/dev/null)
+	echo "run.sh: wrote $plot" >&2
 done
