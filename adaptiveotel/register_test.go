@@ -68,7 +68,8 @@ func TestRegisterReportsTheLimiter(t *testing.T) {
 	require.True(t, lim.TryAcquire(&b))
 	require.False(t, lim.TryAcquire(&c))
 	ctx, cancel := context.WithCancel(context.Background())
-	waited := make(chan error)
+	defer cancel() // a failed check must not leave the waiter parked
+	waited := make(chan error, 1)
 	go func() { waited <- lim.Acquire(ctx, &c) }()
 	require.Eventually(t, func() bool { return lim.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
 	want["atomicsem.adaptive.in_flight{limiter=api}"] = 2
