@@ -385,3 +385,38 @@ func TestSheddingUnderLoad(t *testing.T) {
 	require.Zero(t, c.InFlight)
 	require.LessOrEqual(t, most.Load(), int64(limit), "the server never ran more than the limit")
 }
+
+// TestOutcomesMoveTheLimit runs AIMD behind the interceptors: answers that
+// signal overload, on the server or seen by a client, bring the limit down
+// to its minimum, while as many bad requests leave it where it was.
+func TestOutcomesMoveTheLimit(t *testing.T) {
+	tests := []struct {
+		name  string
+		side  string
+		code  codes.Code
+		limit int64
+	}{
+		{"server: downstream unavailable", "server", codes.Unavailable, 1},
+		{"server: bad requests", "server", codes.InvalidArgument, 20},
+		{"client: server overloaded", "client", codes.ResourceExhausted, 1},
+		{"client: not found", "client", codes.NotFound, 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lim, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(1, 100, 20))
+			require.NoError(t, err)
+			defer lim.Close()
+			var client testgrpc.TestServiceClient
+			if tt.side == "server" {
+				client = serve(t, &service{}, []grpc.ServerOption{grpc.UnaryInterceptor(adaptivegrpc.UnaryServerInterceptor(lim))})
+			} else {
+				client = limitedClient(t, lim, &service{})
+			}
+			for range 200 {
+				_, err := client.UnaryCall(context.Background(), &testgrpc.SimpleRequest{ResponseStatus: asking(tt.code)})
+				require.Equal(t, tt.code, status.Code(err))
+			}
+			require.Equal(t, tt.limit, lim.Stats().Limit)
+		})
+	}
+}
