@@ -65,18 +65,23 @@ func StreamClientInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.StreamC
 	}
 }
 
-// open opens the stream with streamer; if that fails (or panics), it ends
-// the permit, with the verdict on the error (or Ignored).
-func (s *clientStream) open(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts []grpc.CallOption) (cs grpc.ClientStream, err error) {
-	opened := false
+// open opens the stream with streamer. If that fails it ends the permit
+// with the verdict on the error; Ignored stands until the verdict replaces
+// it, so that a panic in the streamer or the classifier frees the slot too.
+func (s *clientStream) open(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts []grpc.CallOption) (grpc.ClientStream, error) {
+	o, failed := adaptive.Ignored, true
 	defer func() {
-		if !opened {
-			s.finish(err)
+		if failed {
+			s.p.End(o)
 		}
 	}()
-	cs, err = streamer(ctx, desc, cc, method, callOpts...)
-	opened = err == nil
-	return cs, err
+	cs, err := streamer(ctx, desc, cc, method, callOpts...)
+	if err == nil {
+		failed = false
+		return cs, nil
+	}
+	o = s.classify(ctx, method, err)
+	return nil, err
 }
 
 // clientStream ends its permit when the stream ends. One goroutine may

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
@@ -267,4 +268,40 @@ func TestNilArgumentsPanic(t *testing.T) {
 	require.PanicsWithValue(t, "adaptivegrpc: nil Limiter", func() { adaptivegrpc.UnaryServerInterceptor(nil) })
 	require.PanicsWithValue(t, "adaptivegrpc: nil Limiter", func() { adaptivegrpc.StreamClientInterceptor(nil) })
 	require.PanicsWithValue(t, "adaptivegrpc: nil Classifier", func() { adaptivegrpc.UnaryClientInterceptor(lim, adaptivegrpc.WithClassifier(nil)) })
+}
+
+// TestStreamClientPanicFreesTheSlot: a streamer or a classifier that
+// panics while a stream opens ends the permit Ignored.
+func TestStreamClientPanicFreesTheSlot(t *testing.T) {
+	desc := &grpc.StreamDesc{ServerStreams: true}
+	failing := func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+		return nil, status.Error(codes.Unavailable, "down")
+	}
+	panicking := func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+		panic("streamer bug")
+	}
+	tests := []struct {
+		name     string
+		streamer grpc.Streamer
+		opts     []adaptivegrpc.Option
+		want     counts
+	}{
+		{"streamer fails", failing, nil, counts{Dropped: 1}},
+		{"streamer panics", panicking, nil, counts{Ignored: 1}},
+		{"classifier panics", failing, []adaptivegrpc.Option{adaptivegrpc.WithClassifier(func(context.Context, string, error) adaptive.Outcome {
+			panic("classifier bug")
+		})}, counts{Ignored: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lim := fixedLimiter(t, 1)
+			intercept := adaptivegrpc.StreamClientInterceptor(lim, tt.opts...)
+			func() {
+				defer func() { _ = recover() }()
+				_, err := intercept(context.Background(), desc, nil, "/s/S", tt.streamer)
+				require.Error(t, err)
+			}()
+			require.Equal(t, tt.want, countsOf(lim))
+		})
+	}
 }
