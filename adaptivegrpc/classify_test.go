@@ -1,0 +1,120 @@
+package adaptivegrpc_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/atomicsem/atomicsem/adaptive"
+	"github.com/atomicsem/atomicsem/adaptivegrpc"
+)
+
+// nilStatusError has a GRPCStatus method that returns nil: an error all
+// the same, which status.FromError reads as Unknown.
+type nilStatusError struct{}
+
+func (nilStatusError) Error() string              { return "no status" }
+func (nilStatusError) GRPCStatus() *status.Status { return nil }
+
+type classifyCase struct {
+	name string
+	ctx  context.Context
+	err  error
+	want adaptive.Outcome
+}
+
+// TestClassifyFollowsTheDocumentedTable checks every row of the package
+// doc's table, and that an error's code is found through wrapping.
+func TestClassifyFollowsTheDocumentedTable(t *testing.T) {
+	bg := context.Background()
+	cancelled, cancel := context.WithCancel(bg)
+	cancel()
+	expired, cancel2 := context.WithDeadline(bg, time.Unix(0, 0))
+	defer cancel2()
+	// A server's context when its client's deadline passed: cancelled just
+	// before its own deadline.
+	cutOff, cancel3 := context.WithTimeout(bg, adaptivegrpc.DeadlineSlack/2)
+	cancel3()
+	// A client that left long before its deadline.
+	left, cancel4 := context.WithTimeout(bg, time.Hour)
+	cancel4()
+
+	tests := []classifyCase{
+		{"no error", bg, nil, succeeded},
+		{"no error, though the context ended", expired, nil, succeeded},
+		{"ResourceExhausted", bg, status.Error(codes.ResourceExhausted, "full"), adaptive.Dropped},
+		{"Unavailable", bg, status.Error(codes.Unavailable, "down"), adaptive.Dropped},
+		{"DeadlineExceeded", bg, status.Error(codes.DeadlineExceeded, "slow"), adaptive.Dropped},
+		{"Canceled", bg, status.Error(codes.Canceled, "gone"), adaptive.Ignored},
+		{"Canceled, the deadline passed", expired, status.Error(codes.Canceled, "gone"), adaptive.Dropped},
+		{"Canceled at the deadline", cutOff, status.Error(codes.Canceled, "gone"), adaptive.Dropped},
+		{"Canceled long before the deadline", left, status.Error(codes.Canceled, "gone"), adaptive.Ignored},
+		{"Canceled, the context not done", bg, status.Error(codes.Canceled, "gone"), adaptive.Ignored},
+		{"plain error, cancelled at the deadline", cutOff, errors.New("query failed"), adaptive.Dropped},
+		{"plain error, cancelled long before the deadline", left, errors.New("query failed"), adaptive.Ignored},
+		{"Unavailable, though the client left", cancelled, status.Error(codes.Unavailable, "down"), adaptive.Dropped},
+		{"bare context.DeadlineExceeded", bg, context.DeadlineExceeded, adaptive.Dropped},
+		{"bare context.Canceled", bg, context.Canceled, adaptive.Ignored},
+		{"wrapped context.DeadlineExceeded", bg, fmt.Errorf("query: %w", context.DeadlineExceeded), adaptive.Dropped},
+		{"wrapped context.Canceled", bg, fmt.Errorf("query: %w", context.Canceled), adaptive.Ignored},
+		{"wrapped Unavailable", bg, fmt.Errorf("backend: %w", status.Error(codes.Unavailable, "down")), adaptive.Dropped},
+		{"wrapped InvalidArgument", bg, fmt.Errorf("backend: %w", status.Error(codes.InvalidArgument, "bad")), succeeded},
+		{"the shed error of this package", bg, shedError(t), adaptive.Dropped},
+		{"a status error that is nil", bg, nilStatusError{}, succeeded},
+		{"a status error that is nil, the deadline passed", expired, nilStatusError{}, adaptive.Dropped},
+		{"plain error, deadline passed", expired, errors.New("query failed"), adaptive.Dropped},
+		{"plain error, client left", cancelled, errors.New("query failed"), adaptive.Ignored},
+		{"plain error", bg, errors.New("query failed"), succeeded},
+	}
+	for c := codes.OK + 1; c <= codes.Unauthenticated; c++ {
+		want := succeeded
+		switch c {
+		case codes.ResourceExhausted, codes.Unavailable, codes.DeadlineExceeded:
+			want = adaptive.Dropped
+		case codes.Canceled:
+			want = adaptive.Ignored
+		}
+		tests = append(tests, classifyCase{"code " + c.String(), bg, status.Error(c, "x"), want})
+		if want == succeeded {
+			tests = append(tests,
+				classifyCase{"code " + c.String() + ", deadline passed", expired, status.Error(c, "x"), adaptive.Dropped},
+				classifyCase{"code " + c.String() + ", client left", cancelled, status.Error(c, "x"), adaptive.Ignored})
+		}
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, adaptivegrpc.Classify(tt.ctx, "/s/M", tt.err))
+		})
+	}
+}
+
+// shedError returns the error a client interceptor sheds a call with.
+func shedError(t *testing.T) error {
+	lim := fixedLimiter(t, 1)
+	var p adaptive.Permit
+	require.True(t, lim.TryAcquire(&p))
+	defer p.End(adaptive.Ignored)
+	intercept := adaptivegrpc.UnaryClientInterceptor(lim)
+	err := intercept(context.Background(), "/s/M", nil, nil, nil, func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+		t.Fatal("a shed call reached the invoker")
+		return nil
+	})
+	require.Error(t, err)
+	return err
+}
+
+// TestShedErrorIsResourceExhaustedAndErrLimited checks both ways of
+// recognising a shed call.
+func TestShedErrorIsResourceExhaustedAndErrLimited(t *testing.T) {
+	err := shedError(t)
+	require.Equal(t, codes.ResourceExhausted, status.Code(err))
+	require.ErrorIs(t, err, adaptive.ErrLimited)
+	require.Contains(t, err.Error(), "adaptivegrpc: ")
+}

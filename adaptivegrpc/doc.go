@@ -1,0 +1,74 @@
+// Package adaptivegrpc puts an adaptive concurrency limit
+// (github.com/atomicsem/atomicsem/adaptive) on gRPC servers and clients:
+// interceptors that admit each RPC through a Limiter and tell it how the RPC
+// ended, so that its controller moves the limit with the load.
+//
+// It is a module of its own, so that the core module does not depend on
+// gRPC.
+//
+// # Server
+//
+// UnaryServerInterceptor and StreamServerInterceptor admit an RPC before
+// its handler runs. When the limit is reached the RPC is shed at once with
+// codes.ResourceExhausted, and the handler does not run; WithWait makes it
+// wait for a slot instead, until the RPC's context is done. The permit ends
+// when the handler returns.
+//
+// # Client
+//
+// UnaryClientInterceptor and StreamClientInterceptor limit the RPCs a
+// client has in flight, for a client that adapts to what its servers can
+// take. When the limit is reached the call fails at once, without reaching
+// the network, with an error whose code is codes.ResourceExhausted and
+// which errors.Is reports as adaptive.ErrLimited; WithWait makes it wait
+// instead. A unary call's permit ends when the call returns; a stream's
+// when the stream ends (RecvMsg returns io.EOF or an error, SendMsg or
+// Header return an error other than io.EOF, or the call's context is done,
+// whichever comes first).
+//
+// # Streams
+//
+// A stream holds one permit for its whole life, so the limit bounds the
+// streams open at once, and the stream's duration is its round-trip time.
+// For long-lived streams, whose duration says nothing about load, give the
+// streaming methods a Limiter of their own, or a Classifier that ends them
+// Ignored.
+//
+// # Outcomes
+//
+// Every interceptor ends each permit with the verdict of one Classifier,
+// given the RPC's context, its full method name and the error it ended
+// with; Classify is the default, and WithClassifier replaces it:
+//
+//	RPC ended with                                      outcome
+//	----------------------------------------------      ---------
+//	no error (codes.OK)                                 Succeeded
+//	ResourceExhausted, Unavailable, DeadlineExceeded    Dropped
+//	Canceled, the context cancelled at its deadline     Dropped
+//	Canceled                                            Ignored
+//	any other code, the context ended at its deadline   Dropped
+//	any other code, the context cancelled               Ignored
+//	any other code                                      Succeeded
+//
+// An error's code is the one its gRPC status carries (status.Code), and a
+// context error's own (context.DeadlineExceeded is DeadlineExceeded,
+// context.Canceled is Canceled), wrapped or not. ResourceExhausted and
+// Unavailable are overload or unavailability, of this server or of one
+// behind it whose answer it passes on, and DeadlineExceeded a request that
+// took longer than its caller would wait: all three are the congestion the
+// controller backs off from. Canceled is a caller that went away, which
+// says nothing about load, except at the context's deadline: a client
+// whose deadline passes cancels the call, and its server sees a
+// cancellation just before its own copy of the deadline runs out
+// (DeadlineSlack says how close counts). A handler that fails because its
+// context's time ran out, or because its client left, counts as the context
+// does, whatever error it wraps that in. Any other code is an answer about the request
+// itself (InvalidArgument, NotFound, PermissionDenied, Internal, Unknown,
+// and so on): the request took the server's time like any other, so its
+// round trip is a sample. This is the rule adaptive.Handler applies to
+// HTTP statuses, with 429 and 503 in the place of ResourceExhausted and
+// Unavailable.
+//
+// A handler that panics ends its permit Ignored before the panic goes on,
+// so that a recovery interceptor outside this one does not leak the slot.
+package adaptivegrpc

@@ -1,0 +1,62 @@
+package adaptiveotel_test
+
+import (
+	"context"
+	"fmt"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/atomicsem/atomicsem/adaptive"
+	"github.com/atomicsem/atomicsem/adaptiveotel"
+)
+
+// Publish a limiter's limit, requests in flight and outcomes through
+// OpenTelemetry. In a real process the meter comes from the global meter
+// provider (otel.Meter) and an exporter reads it; here a manual reader
+// shows what the exporter would see.
+func Example() {
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer provider.Shutdown(context.Background())
+
+	lim, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(1, 100, 20))
+	if err != nil {
+		panic(err)
+	}
+	defer lim.Close()
+	reg, err := adaptiveotel.Register(provider.Meter("example.com/api"), lim, adaptiveotel.WithName("api"))
+	if err != nil {
+		panic(err)
+	}
+	defer reg.Unregister()
+
+	// Twenty requests time out: AIMD backs off.
+	for range 20 {
+		var p adaptive.Permit
+		lim.TryAcquire(&p)
+		p.End(adaptive.Dropped)
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		panic(err)
+	}
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		switch data := m.Data.(type) {
+		case metricdata.Gauge[int64]:
+			fmt.Println(m.Name, data.DataPoints[0].Value)
+		case metricdata.Sum[int64]:
+			for _, p := range data.DataPoints {
+				if outcome, _ := p.Attributes.Value(adaptiveotel.OutcomeKey); outcome.AsString() == "dropped" {
+					fmt.Println(m.Name, outcome.AsString(), p.Value)
+				}
+			}
+		}
+	}
+	// Output:
+	// atomicsem.adaptive.limit 16
+	// atomicsem.adaptive.in_flight 0
+	// atomicsem.adaptive.waiting 0
+	// atomicsem.adaptive.requests dropped 20
+}
