@@ -29,7 +29,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -186,13 +185,6 @@ func MustNew(rate float64, burst int64, opts ...Option) *Bucket {
 		panic(err)
 	}
 	return b
-}
-
-func checkRate(rate float64) error {
-	if rate < 0 || math.IsNaN(rate) {
-		return fmt.Errorf("%w: %v credits per second", ErrInvalidRate, rate)
-	}
-	return nil
 }
 
 // checkRequest validates a request for n credits.
