@@ -17,10 +17,10 @@ import (
 // State).
 //
 // A Config is immutable and safe for concurrent use. Its clock (Now) reads
-// the monotonic clock, in nanoseconds from an origin that lies 2^62 ns
-// (about 146 years) before the Config was made, so that the zero State
-// reads as a full bucket at every moment the Config can read. A Config
-// reads times for about 146 years after it is made.
+// the monotonic clock, in nanoseconds from an origin that lies 2^61 ns
+// (about 73 years) before the Config was made, so that a State can say a
+// bucket was empty that long ago, and reads times for about 219 years
+// after it is made.
 //
 // The zero Config is not usable; make one with NewConfig or MustConfig.
 type Config struct {
@@ -46,9 +46,9 @@ type Config struct {
 	clock func() int64
 }
 
-// origin is what a Config's clock reads at its epoch. The zero State says
-// the bucket was empty at 0, at least 2^62 ns ago, so it reads as full.
-const origin = 1 << 62
+// origin is what a Config's clock reads at its epoch: a State can tell a
+// bucket empty as long ago as the longest span (maxSpan) before that.
+const origin = 1 << 61
 
 // frozenNow is the clock of a Config whose rate is zero: any moment later
 // than the largest span a full bucket can take (see span), so that the
@@ -88,7 +88,10 @@ func MustConfig(rate float64, burst int64) *Config {
 
 func newConfig(r ratio, rateF float64, burst int64, epoch time.Time, clock func() int64) *Config {
 	c := &Config{rate: r, rateF: rateF, burst: burst, epoch: epoch, clock: clock}
-	if !r.inf && r.num == 0 {
+	switch {
+	case r.inf:
+		c.rate = ratio{num: 1, den: 1, inf: true} // spans of zero, a fraction of none
+	case r.num == 0:
 		c.frozen = true
 		c.rate = ratio{num: 1, den: 1} // one credit a nanosecond, on a clock that stands still
 	}
@@ -117,7 +120,7 @@ func (c *Config) Burst() int64 { return c.burst }
 // the monotonic clock. The State methods take their now from it.
 func (c *Config) Now() int64 {
 	if c.clock != nil {
-		return c.clock()
+		return c.clock() // it reads from origin (see NewWithClock)
 	}
 	return origin + int64(time.Since(c.epoch))
 }

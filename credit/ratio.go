@@ -136,9 +136,9 @@ func (r ratio) timeFor(c uint64) (int64, bool) {
 }
 
 // maxSpan bounds the spans a State works with: a stretch of time this long
-// or longer (about 146 years) is never reached, as the clocks of a Config
+// or longer (about 73 years) is never reached, as the clocks of a Config
 // read no further.
-const maxSpan = 1<<62 - 1
+const maxSpan = 1<<61 - 1
 
 // span is a stretch of ns + frac/num nanoseconds, frac < num, for the num
 // of the ratio it was worked out for; ns == maxSpan means never.

@@ -35,7 +35,7 @@ import (
 //
 // A State is three words: e's nanoseconds, its fraction, and the credit
 // reserved. The zero value marks full: e is never 0 otherwise, as a
-// Config's clock reads 2^62 or more and a span is less than that.
+// Config's clock reads 2^61 or more and a span is less than that.
 type State struct {
 	at       int64  // e, in whole nanoseconds on the Config's clock; 0: full
 	frac     uint64 // e's fraction, in units of 1/num ns; below num
@@ -146,32 +146,51 @@ func (c *Config) spanOf(n int64) span {
 // n < 0, if n is more than the burst less the credit reserved, and if the
 // balance is short. TrySpend(c, now, 0) succeeds.
 func (s *State) TrySpend(c *Config, now, n int64) bool {
-	return s.trySpendSince(c, now, now, n)
+	_, ok := s.take(c, now, now, n)
+	return ok
 }
 
 // TrySpendSince is TrySpend for a caller that has waited for the credit
 // since the moment since, at the front of a line of waiters, and looks
 // again at now: if the credit accrued at some moment between since and
-// now, it is taken at that moment, as if the caller had woken then. So a
-// stream of waiting spends keeps the rate however late each wakes, while a
-// bucket that sat full with nobody waiting still banks nothing: its
-// ceiling applies at since. It requires since ≤ now.
+// now, it is taken at the first whole nanosecond it was there, as if the
+// caller had woken then. So a stream of waiting spends keeps the rate
+// however late each wakes, while a bucket that sat full with nobody
+// waiting still banks nothing: its ceiling applies at since. It requires
+// since ≤ now.
 func (s *State) TrySpendSince(c *Config, since, now, n int64) bool {
-	return s.trySpendSince(c, since, now, n)
+	_, ok := s.take(c, since, now, n)
+	return ok
 }
 
-func (s *State) trySpendSince(c *Config, since, now, n int64) bool {
+// take is TrySpendSince, which also returns the moment the credit was
+// taken at (now, if c accrues nothing).
+func (s *State) take(c *Config, since, now, n int64) (int64, bool) {
 	if n <= 0 || n > c.burst-s.reserved {
-		return n == 0
+		return now, n == 0
 	}
+	realNow := now
 	since, now = c.at(since), c.at(now)
 	s.cap(c, since)
 	d := c.spanOf(n)
 	if !s.elapsedAtLeast(c.rate.num, now, d) {
-		return false
+		return realNow, false
 	}
+	// The first whole nanosecond at or after since with the credit there;
+	// the ceiling applies up to it, as to any look.
+	t := *s
+	t.forward(c.rate.num, d)
+	at := t.at
+	if t.frac != 0 {
+		at++
+	}
+	at = max(at, since)
+	s.cap(c, at)
 	s.forward(c.rate.num, d)
-	return true
+	if c.frozen {
+		at = realNow
+	}
+	return at, true
 }
 
 // TryReserve reserves n credits if the balance at now covers them, as
@@ -179,14 +198,28 @@ func (s *State) trySpendSince(c *Config, since, now, n int64) bool {
 // counts against the burst until Release gives it back or Forget spends
 // it. It fails, changing nothing the balance shows, as TrySpend does.
 func (s *State) TryReserve(c *Config, now, n int64) bool {
-	if n == 0 {
-		return true
+	return s.tryReserveSince(c, now, now, n)
+}
+
+// TryReserveSince is TryReserve for a caller that has waited since the
+// moment since, as TrySpendSince is TrySpend's.
+func (s *State) TryReserveSince(c *Config, since, now, n int64) bool {
+	return s.tryReserveSince(c, since, now, n)
+}
+
+func (s *State) tryReserveSince(c *Config, since, now, n int64) bool {
+	_, ok := s.reserve(c, since, now, n)
+	return ok
+}
+
+// reserve is TryReserveSince, which also returns the moment the credit was
+// taken at, as take does.
+func (s *State) reserve(c *Config, since, now, n int64) (int64, bool) {
+	at, ok := s.take(c, since, now, n)
+	if ok {
+		s.reserved += n
 	}
-	if !s.trySpendSince(c, now, now, n) {
-		return false
-	}
-	s.reserved += n
-	return true
+	return at, ok
 }
 
 // Release gives n reserved credits back to the balance at now.
