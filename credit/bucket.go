@@ -133,9 +133,7 @@ func MustNew(rate float64, burst int64, opts ...Option) *Bucket {
 // outside [0, burst]. It panics if an option is nil. The bucket shares c;
 // its SetRate changes its own rate only.
 func (c *Config) New(opts ...Option) (*Bucket, error) {
-	if c == nil {
-		panic("credit: Config.New on a nil *Config")
-	}
+	c.check("Config.New")
 	o := options{initial: c.burst}
 	for _, opt := range opts {
 		if opt == nil {
@@ -155,6 +153,7 @@ func (c *Config) New(opts ...Option) (*Bucket, error) {
 
 // MustNew is like New but panics if the arguments are invalid.
 func (c *Config) MustNew(opts ...Option) *Bucket {
+	c.check("Config.MustNew")
 	b, err := c.New(opts...)
 	if err != nil {
 		panic(err)
