@@ -164,7 +164,10 @@ for g in "${groups[@]}"; do
 		continue
 	fi
 	run+=("$g")
-	header "$g" >"$RESULTS/$g.txt"
+	# The header is taken before the redirection truncates the results
+	# file, so that git describe sees the tree as it was committed.
+	hdr=$(header "$g")
+	echo "$hdr" >"$RESULTS/$g.txt"
 done
 
 for i in $(seq "$COUNT"); do
