@@ -56,8 +56,8 @@ func TestHeadWaiterWakesExactlyWhenCreditIsThere(t *testing.T) {
 	for _, tt := range tests {
 		t.Run("", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				// A burst above n, so that the bucket's own fill timer does
-				// not fire at the same moment and serve the waiter for it.
+				// A burst above n, so that the waiter's credit comes
+				// before the bucket is full.
 				b := mustNew(t, tt.rate, 2*tt.n, credit.WithInitial(0))
 				start := time.Now()
 				require.NoError(t, b.Spend(context.Background(), tt.n))
@@ -166,8 +166,8 @@ func TestRateChangeMidWait(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				// A burst above the request, so that the bucket's own
-				// fill timer does not serve the waiter for it.
+				// A burst above the request, so that the waiter's credit
+				// comes before the bucket is full.
 				b := mustNew(t, 10, 20, credit.WithInitial(0))
 				start := time.Now()
 				p := goSpend(context.Background(), b, 10)
