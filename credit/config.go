@@ -150,9 +150,6 @@ func (c *Config) at(now int64) int64 {
 	return now
 }
 
-// timeOf returns the wall-clock time of the moment t on c's clock.
-func (c *Config) timeOf(t int64) time.Time { return c.epoch.Add(time.Duration(t - origin)) }
-
 func checkRate(rate float64) error {
 	if rate < 0 || math.IsNaN(rate) {
 		return fmt.Errorf("%w: %v credits per second", ErrInvalidRate, rate)

@@ -178,6 +178,10 @@ func (s *State) take(c *Config, since, now, n int64) (int64, bool) {
 	if !s.elapsedAtLeast(c.rate.num, now, d) {
 		return realNow, false
 	}
+	if since == now { // a look at one moment: the credit is taken then
+		s.forward(c.rate.num, d)
+		return realNow, true
+	}
 	// The first whole nanosecond at or after since with the credit there;
 	// the ceiling applies up to it, as to any look.
 	t := *s
