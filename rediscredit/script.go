@@ -1,0 +1,260 @@
+package rediscredit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The bucket's state is one string value, five numbers separated by
+// spaces, read and written only by the script below:
+//
+//		avail held origin minted rate
+//
+//	  - avail: credit available, in whole credits; negative while Spend calls
+//	    have claimed credit that has not accrued yet (they wait for it).
+//	  - held: credit reserved by TryReserve and not yet settled.
+//	  - origin: the server time, in microseconds, from which accrual runs;
+//	    -1 while the bucket is full and nothing accrues.
+//	  - minted: the credits added since origin.
+//	  - rate: the rate the bucket accrues at, in credits per second.
+//
+// Invariants, after every call:
+//  1. avail + held ≤ burst;
+//  2. origin = -1 exactly when avail + held = burst, and then minted = 0;
+//  3. the credit due at time T ≥ origin is ⌊rate·(T−origin)/10⁶⌋ − minted:
+//     the fraction of a credit not yet minted is kept between calls.
+//
+// A missing key is a full bucket at the Limiter's rate: a full bucket with
+// nothing reserved is deleted, and any other expires (PEXPIRE) when it
+// would be full, or when its reservations' hold runs out if later.
+//
+// Every call runs the same script on one key, so every call is one round
+// trip (EVALSHA; EVAL once per server if the script is not cached there),
+// and the script's reads and writes are atomic. The script reads the
+// server's clock (TIME), so clients' clocks never matter.
+const scriptSource = `
+local key = KEYS[1]
+local op = ARGV[1]
+local n = tonumber(ARGV[2])
+local m = tonumber(ARGV[3])
+local rate = tonumber(ARGV[4])
+local burst = tonumber(ARGV[5])
+local hold = tonumber(ARGV[6])
+local limit = tonumber(ARGV[7])
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+local avail, held, origin, minted, was = burst, 0, -1, 0, rate
+local v = redis.call('GET', key)
+if v then
+  local a, h, o, mi, r = string.match(v, '^(%S+) (%S+) (%S+) (%S+) (%S+)$')
+  if not a then
+    return redis.error_reply('key ' .. key .. ' does not hold a credit bucket')
+  end
+  avail, held, origin, minted, was = tonumber(a), tonumber(h), tonumber(o), tonumber(mi), tonumber(r)
+end
+
+-- Mint the credit due up to now at the rate the bucket accrued at; a clock
+-- that reads backwards adds nothing.
+if origin >= 0 and now > origin then
+  local due = math.floor(was * (now - origin) / 1e6)
+  if due > minted then
+    avail = avail + due - minted
+    minted = due
+  end
+end
+if avail + held >= burst then
+  -- Full: accrual stops, and the time spent full is not banked.
+  avail = burst - held
+  origin = -1
+  minted = 0
+elseif minted >= 2147483648 then
+  -- Keeps rate·(now−origin) exact in a double; drops under a credit.
+  origin = now
+  minted = 0
+end
+
+-- A change of rate: the accrual so far was minted at the old rate, and
+-- the fraction of a credit accrued carries over as time at the new rate.
+if rate ~= was then
+  if origin >= 0 then
+    local frac = 0
+    if now > origin then
+      frac = was * (now - origin) / 1e6 - minted
+    end
+    local back = 0
+    if rate > 0 and frac > 0 then
+      back = math.floor(math.min(frac, 1) * 1e6 / rate)
+    end
+    origin = math.max(now - back, 0)
+    minted = 0
+  end
+  was = rate
+end
+
+-- wait returns the microseconds until the balance covers k by accrual
+-- alone, 0 if it does now, or -1 if accrual alone never will.
+local function wait(k)
+  if avail >= k then
+    return 0
+  end
+  if origin < 0 or was <= 0 or k + held > burst then
+    return -1
+  end
+  local need = minted + k - avail
+  local e = math.ceil(need * 1e6 / was)
+  while math.floor(was * e / 1e6) < need do
+    e = e + 1
+  end
+  while e > 0 and math.floor(was * (e - 1) / 1e6) >= need do
+    e = e - 1
+  end
+  return math.max(origin + e - now, 0)
+end
+
+local function spent()
+  if origin < 0 then
+    origin = now
+    minted = 0
+  end
+end
+
+local ok, w = 0, 0
+if op == 'spend' then
+  if avail >= n then
+    avail = avail - n
+    spent()
+    ok = 1
+  else
+    w = wait(n)
+  end
+elseif op == 'claim' then
+  if avail >= n then
+    avail = avail - n
+    spent()
+    ok = 1
+  else
+    w = wait(n)
+    if w >= 0 and (limit < 0 or w <= limit) then
+      avail = avail - n
+      ok = 2
+    end
+  end
+elseif op == 'unclaim' then
+  avail = math.min(avail + n, burst - held)
+  if avail + held >= burst then
+    origin = -1
+    minted = 0
+  end
+elseif op == 'reserve' then
+  if avail >= n then
+    avail = avail - n
+    held = held + n
+    ok = 1
+  else
+    w = wait(n)
+  end
+elseif op == 'settle' then
+  -- n is given back and m spent; whatever exceeds what is held was held
+  -- by a bucket the server has since lost (or let expire): what is given
+  -- back of it is dropped, and what is spent of it comes out of the
+  -- balance.
+  local r = math.min(n, held)
+  held = held - r
+  avail = avail + r
+  local f = math.min(m, held)
+  held = held - f
+  local take = math.max(math.min(m - f, avail), 0)
+  avail = avail - take
+  if f + take > 0 then
+    spent()
+  end
+end
+
+if origin < 0 and held == 0 then
+  if v then
+    redis.call('DEL', key)
+  end
+else
+  local state = string.format('%.17g %.17g %.17g %.17g %.17g', avail, held, origin, minted, was)
+  local ttl = -1
+  if origin < 0 then
+    ttl = hold
+  elseif was > 0 then
+    local need = minted + burst - held - avail
+    ttl = math.ceil((origin + math.ceil(need * 1e6 / was) - now) / 1000) + 1
+    if held > 0 then
+      ttl = math.max(ttl, hold)
+    end
+  end
+  if ttl > 0 then
+    redis.call('SET', key, state, 'PX', ttl)
+  else
+    redis.call('SET', key, state)
+  end
+end
+return {ok, avail, held, now, w}
+`
+
+var script = redis.NewScript(scriptSource)
+
+// reply is the script's answer.
+type reply struct {
+	ok       int64 // 0: refused; 1: done; 2: claimed, due after wait
+	avail    int64
+	held     int64
+	now      time.Time
+	wait     time.Duration // -1: accrual alone never covers the request
+	nowMicro int64
+}
+
+// run calls the script once on key. m and limit matter only to the
+// operations that use them; limit is in microseconds, -1 for none.
+func (l *Limiter) run(ctx context.Context, op, key string, n, m, limit int64) (reply, error) {
+	args := []any{op, n, m, strconv.FormatFloat(l.Rate(), 'g', -1, 64), l.burst, l.hold.Milliseconds(), limit}
+	v, err := script.Run(ctx, l.client, []string{key}, args...).Int64Slice()
+	if err != nil {
+		return reply{}, classify(ctx, err)
+	}
+	if len(v) != 5 {
+		return reply{}, fmt.Errorf("rediscredit: the script answered %d values, not 5", len(v))
+	}
+	r := reply{ok: v[0], avail: v[1], held: v[2], nowMicro: v[3], now: time.UnixMicro(v[3]), wait: -1}
+	if v[4] >= 0 {
+		r.wait = time.Duration(v[4]) * time.Microsecond
+	}
+	return r, nil
+}
+
+// classify turns a failed round trip into the error a caller sees: ctx.Err()
+// if the context ended it, an error reply from the server as it is, and
+// anything else (no connection, a timeout, a server not ready) as
+// ErrUnavailable.
+func classify(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return ctxErr
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && !unavailableReply(rerr.Error()) {
+		return fmt.Errorf("rediscredit: %w", err)
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// unavailableReply reports whether an error reply says the server cannot
+// serve now, rather than that the request was wrong.
+func unavailableReply(msg string) bool {
+	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
