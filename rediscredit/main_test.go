@@ -1,10 +1,12 @@
 package rediscredit_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
 
@@ -15,7 +17,14 @@ var (
 	noServer string
 )
 
+// quiet drops go-redis's log lines: the fault tests make it log each
+// failed dial.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{})
 	bin, err := serverBinary()
 	if err == nil {
 		shared, err = startServer(bin, 0)
