@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -62,10 +63,13 @@ var (
 // A Limiter must be made with New; the zero value is not usable.
 type Limiter struct {
 	client redis.Scripter
-	rate   atomic.Uint64 // math.Float64bits of the rate
+	rate   atomic.Pointer[rate]
 	burst  int64
 	hold   time.Duration
 	local  *fallback // nil: fail closed
+
+	// burstArg and holdArg are the script's arguments, boxed once.
+	burstArg, holdArg any
 }
 
 // An Option configures a Limiter in New.
@@ -121,12 +125,13 @@ func New(client redis.Scripter, rate float64, burst int64, opts ...Option) (*Lim
 		return nil, fmt.Errorf("rediscredit: %w: burst %d is outside [1, %d]", credit.ErrInvalidBurst, burst, int64(MaxBurst))
 	}
 	l := &Limiter{client: client, burst: burst, hold: time.Minute}
-	l.rate.Store(math.Float64bits(rate))
+	l.rate.Store(newRate(rate))
 	for _, opt := range opts {
 		if err := opt(l); err != nil {
 			return nil, err
 		}
 	}
+	l.burstArg, l.holdArg = strconv.FormatInt(burst, 10), strconv.FormatInt(l.hold.Milliseconds(), 10)
 	return l, nil
 }
 
@@ -137,8 +142,16 @@ func checkRate(rate float64) error {
 	return nil
 }
 
+// rate is a rate as a number and as the script's argument, formatted once.
+type rate struct {
+	f   float64
+	arg any
+}
+
+func newRate(f float64) *rate { return &rate{f, strconv.FormatFloat(f, 'g', -1, 64)} }
+
 // Rate returns the rate, in credits per second, as last set.
-func (l *Limiter) Rate() float64 { return math.Float64frombits(l.rate.Load()) }
+func (l *Limiter) Rate() float64 { return l.rate.Load().f }
 
 // Burst returns the burst.
 func (l *Limiter) Burst() int64 { return l.burst }
@@ -156,7 +169,7 @@ func (l *Limiter) SetRate(rate float64) error {
 	if err := checkRate(rate); err != nil {
 		return err
 	}
-	l.rate.Store(math.Float64bits(rate))
+	l.rate.Store(newRate(rate))
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -40,25 +39,25 @@ import (
 // server's clock (TIME), so clients' clocks never matter.
 const scriptSource = `
 local key = KEYS[1]
-local op = ARGV[1]
-local n = tonumber(ARGV[2])
-local m = tonumber(ARGV[3])
-local rate = tonumber(ARGV[4])
-local burst = tonumber(ARGV[5])
-local hold = tonumber(ARGV[6])
-local limit = tonumber(ARGV[7])
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local hold = tonumber(ARGV[3])
+local op = ARGV[4]
+local n = tonumber(ARGV[5])
+local m = tonumber(ARGV[6] or 0)
+local limit = tonumber(ARGV[7] or -1)
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
-local avail, held, origin, minted, was = burst, 0, -1, 0, rate
+local avail, held, origin, minted, was, wasS = burst, 0, -1, 0, rate, ARGV[1]
 local v = redis.call('GET', key)
 if v then
   local a, h, o, mi, r = string.match(v, '^(%S+) (%S+) (%S+) (%S+) (%S+)$')
   if not a then
     return redis.error_reply('key ' .. key .. ' does not hold a credit bucket')
   end
-  avail, held, origin, minted, was = tonumber(a), tonumber(h), tonumber(o), tonumber(mi), tonumber(r)
+  avail, held, origin, minted, was, wasS = tonumber(a), tonumber(h), tonumber(o), tonumber(mi), tonumber(r), r
 end
 
 -- Mint the credit due up to now at the rate the bucket accrued at; a clock
@@ -96,56 +95,40 @@ if rate ~= was then
     origin = math.max(now - back, 0)
     minted = 0
   end
-  was = rate
+  was, wasS = rate, ARGV[1]
 end
 
--- wait returns the microseconds until the balance covers k by accrual
--- alone, 0 if it does now, or -1 if accrual alone never will.
-local function wait(k)
-  if avail >= k then
-    return 0
-  end
-  if origin < 0 or was <= 0 or k + held > burst then
-    return -1
-  end
-  local need = minted + k - avail
-  local e = math.ceil(need * 1e6 / was)
-  while math.floor(was * e / 1e6) < need do
-    e = e + 1
-  end
-  while e > 0 and math.floor(was * (e - 1) / 1e6) >= need do
-    e = e - 1
-  end
-  return math.max(origin + e - now, 0)
-end
-
-local function spent()
-  if origin < 0 then
-    origin = now
-    minted = 0
-  end
-end
-
+-- The request's wait, for a request the balance does not cover: the
+-- microseconds until accrual alone covers n, or -1 if it never will.
 local ok, w = 0, 0
-if op == 'spend' then
-  if avail >= n then
-    avail = avail - n
-    spent()
-    ok = 1
+if avail < n then
+  if origin < 0 or was <= 0 or n + held > burst then
+    w = -1
   else
-    w = wait(n)
-  end
-elseif op == 'claim' then
-  if avail >= n then
-    avail = avail - n
-    spent()
-    ok = 1
-  else
-    w = wait(n)
-    if w >= 0 and (limit < 0 or w <= limit) then
-      avail = avail - n
-      ok = 2
+    local need = minted + n - avail
+    local e = math.ceil(need * 1e6 / was)
+    while math.floor(was * e / 1e6) < need do
+      e = e + 1
     end
+    while e > 0 and math.floor(was * (e - 1) / 1e6) >= need do
+      e = e - 1
+    end
+    w = math.max(origin + e - now, 0)
+  end
+end
+
+-- A spend from a full bucket starts accrual anew.
+if op == 'spend' or op == 'claim' then
+  if avail >= n then
+    avail = avail - n
+    if origin < 0 then
+      origin = now
+      minted = 0
+    end
+    ok = 1
+  elseif op == 'claim' and w >= 0 and (limit < 0 or w <= limit) then
+    avail = avail - n
+    ok = 2
   end
 elseif op == 'unclaim' then
   avail = math.min(avail + n, burst - held)
@@ -158,8 +141,6 @@ elseif op == 'reserve' then
     avail = avail - n
     held = held + n
     ok = 1
-  else
-    w = wait(n)
   end
 elseif op == 'settle' then
   -- n is given back and m spent; whatever exceeds what is held was held
@@ -173,8 +154,9 @@ elseif op == 'settle' then
   held = held - f
   local take = math.max(math.min(m - f, avail), 0)
   avail = avail - take
-  if f + take > 0 then
-    spent()
+  if f + take > 0 and origin < 0 then
+    origin = now
+    minted = 0
   end
 end
 
@@ -183,7 +165,7 @@ if origin < 0 and held == 0 then
     redis.call('DEL', key)
   end
 else
-  local state = string.format('%.17g %.17g %.17g %.17g %.17g', avail, held, origin, minted, was)
+  local state = string.format('%d %d %d %d %s', avail, held, origin, minted, wasS)
   local ttl = -1
   if origin < 0 then
     ttl = hold
@@ -218,7 +200,14 @@ type reply struct {
 // run calls the script once on key. m and limit matter only to the
 // operations that use them; limit is in microseconds, -1 for none.
 func (l *Limiter) run(ctx context.Context, op, key string, n, m, limit int64) (reply, error) {
-	args := []any{op, n, m, strconv.FormatFloat(l.Rate(), 'g', -1, 64), l.burst, l.hold.Milliseconds(), limit}
+	// The leading arguments are boxed once, in New and SetRate, so that a
+	// call allocates no more than go-redis needs.
+	var args []any
+	if m == 0 && limit == -1 {
+		args = []any{l.rate.Load().arg, l.burstArg, l.holdArg, op, n}
+	} else {
+		args = []any{l.rate.Load().arg, l.burstArg, l.holdArg, op, n, m, limit}
+	}
 	v, err := script.Run(ctx, l.client, []string{key}, args...).Int64Slice()
 	if err != nil {
 		return reply{}, classify(ctx, err)

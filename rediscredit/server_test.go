@@ -153,7 +153,12 @@ func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
+		switch cmd.Name() {
+		case "hello", "client", "auth", "select":
+			// A new connection's handshake, once per connection.
+		default:
+			c.n.Add(1)
+		}
 		return next(ctx, cmd)
 	}
 }
