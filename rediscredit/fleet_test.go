@@ -3,6 +3,7 @@ package rediscredit_test
 import (
 	"context"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -84,8 +85,9 @@ func TestFleetMintsNothing(t *testing.T) {
 // their own connections: the rate achieved, from the clients' clocks and
 // from the server's. Spend claims credit before it accrues, so pacing
 // does not lose the time between a credit accruing and a client spending
-// it. The assertion's margin (90 %) is generous, for loaded machines; the
-// figure is in the log.
+// it. The times the server reports must keep the law (no window holds more
+// than 1 + ⌊rate·(b−a)⌋); the rate achieved is a measurement, in the log,
+// asserted only to be above half, for loaded machines.
 func TestPacing(t *testing.T) {
 	srv := needServer(t)
 	d := fleetDuration(t)
@@ -94,8 +96,7 @@ func TestPacing(t *testing.T) {
 	require.NoError(t, client(t, srv.addr()).Del(context.Background(), k).Err())
 
 	var mu sync.Mutex
-	first, last := time.Duration(1<<62), time.Duration(0)
-	count := 0
+	var spends []time.Duration
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range 4 {
@@ -111,17 +112,19 @@ func TestPacing(t *testing.T) {
 					return
 				}
 				mu.Lock()
-				count++
-				first, last = min(first, at(res)), max(last, at(res))
+				spends = append(spends, at(res))
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
 	wall := time.Since(start)
+	require.NoError(t, credittest.CheckWindows(rate, 1, spends))
+	count := len(spends)
+	first, last := slices.Min(spends), slices.Max(spends)
 	byClients := float64(count) / wall.Seconds() / rate
 	byServer := float64(count-1) / (last - first).Seconds() / rate
 	t.Logf("pacing: %d spends in %v: %.2f%% of the rate by the clients' clock, %.2f%% by the server's",
 		count, wall.Round(time.Millisecond), 100*byClients, 100*byServer)
-	require.GreaterOrEqual(t, byClients, 0.9)
+	require.GreaterOrEqual(t, byClients, 0.5)
 }
