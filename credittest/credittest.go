@@ -309,7 +309,7 @@ func spendWaitsForAccrual(t *testing.T, c Config) {
 	require.GreaterOrEqual(t, Accrued(rate, at-t0), int64(2), "Spend returned before its credit accrued (%v after empty)", at-t0)
 	time.Sleep(10 * time.Millisecond)
 	bal, _, now := b.Stats()
-	require.Equal(t, min(burst, Accrued(rate, now-t0))-2, bal, "%v after empty, 2 spent", now-t0)
+	require.Equal(t, min(burst, Accrued(rate, now-t0)-2), bal, "%v after empty, 2 spent", now-t0)
 }
 
 // A Spend given up, by its deadline or by cancellation, takes nothing.
