@@ -117,3 +117,31 @@ func TestForeignValueIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "hello", v)
 }
+
+// A reservation settles once: a second Settle, or one outside [0, Credit],
+// panics and changes nothing; a Settle that fails leaves it open.
+func TestReservationSettlesOnce(t *testing.T) {
+	srv := needServer(t)
+	c := client(t, srv.addr())
+	ctx := context.Background()
+	l, err := rediscredit.New(c, 1, 10)
+	require.NoError(t, err)
+	k := key(t)
+	require.NoError(t, c.Del(ctx, k).Err())
+	r, res, err := l.TryReserve(ctx, k, 4)
+	require.NoError(t, err)
+	require.True(t, res.OK)
+	require.Equal(t, int64(4), r.Credit())
+	require.PanicsWithValue(t, "rediscredit: settling 5 credits of a reservation of 4", func() { _, _ = r.Settle(ctx, 5) })
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = r.Settle(done, 1)
+	require.Equal(t, context.Canceled, err)
+	res, err = r.Settle(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{9, 0}, [2]int64{res.Balance, res.Reserved}, "1 spent, 3 given back")
+	require.PanicsWithValue(t, "rediscredit: a reservation was settled twice", func() { _, _ = r.Release(ctx) })
+	res, err = l.Stats(ctx, k)
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{9, 0}, [2]int64{res.Balance, res.Reserved})
+}
