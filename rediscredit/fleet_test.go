@@ -2,6 +2,7 @@ package rediscredit_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"sync"
@@ -108,7 +109,9 @@ func TestPacing(t *testing.T) {
 			for {
 				res, err := l.Spend(ctx, k, 1)
 				if err != nil {
-					require.ErrorIs(t, err, context.DeadlineExceeded)
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Error(err)
+					}
 					return
 				}
 				mu.Lock()
