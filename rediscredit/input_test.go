@@ -75,6 +75,7 @@ func TestBadInputIsRefusedBeforeAnyRoundTrip(t *testing.T) {
 	require.Equal(t, context.Canceled, err, "a done context's error comes back unwrapped")
 
 	require.PanicsWithValue(t, "rediscredit: nil client", func() { _, _ = rediscredit.New(nil, 1, 1) })
+	//lint:ignore SA1012 a nil Context is the caller bug under test
 	require.PanicsWithValue(t, "rediscredit: nil Context", func() { _, _ = l.TrySpend(nil, "k", 1) })
 	require.Zero(t, n.n.Load(), "bad input reached Redis")
 
