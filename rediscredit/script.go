@@ -38,6 +38,7 @@ import (
 // and the script's reads and writes are atomic. The script reads the
 // server's clock (TIME), so clients' clocks never matter.
 const scriptSource = `
+local floor, ceil = math.floor, math.ceil
 local key = KEYS[1]
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -53,7 +54,7 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local avail, held, origin, minted, was, wasS = burst, 0, -1, 0, rate, ARGV[1]
 local v = redis.call('GET', key)
 if v then
-  local a, h, o, mi, r = string.match(v, '^(%S+) (%S+) (%S+) (%S+) (%S+)$')
+  local a, h, o, mi, r = string.match(v, '^(%S+) (%S+) (%S+) (%S+) (%S+)')
   if not a then
     return redis.error_reply('key ' .. key .. ' does not hold a credit bucket')
   end
@@ -63,7 +64,7 @@ end
 -- Mint the credit due up to now at the rate the bucket accrued at; a clock
 -- that reads backwards adds nothing.
 if origin >= 0 and now > origin then
-  local due = math.floor(was * (now - origin) / 1e6)
+  local due = floor(was * (now - origin) / 1e6)
   if due > minted then
     avail = avail + due - minted
     minted = due
@@ -106,11 +107,11 @@ if avail < n then
     w = -1
   else
     local need = minted + n - avail
-    local e = math.ceil(need * 1e6 / was)
-    while math.floor(was * e / 1e6) < need do
+    local e = ceil(need * 1e6 / was)
+    while floor(was * e / 1e6) < need do
       e = e + 1
     end
-    while e > 0 and math.floor(was * (e - 1) / 1e6) >= need do
+    while e > 0 and floor(was * (e - 1) / 1e6) >= need do
       e = e - 1
     end
     w = math.max(origin + e - now, 0)
@@ -171,7 +172,7 @@ else
     ttl = hold
   elseif was > 0 then
     local need = minted + burst - held - avail
-    ttl = math.ceil((origin + math.ceil(need * 1e6 / was) - now) / 1000) + 1
+    ttl = ceil((origin + ceil(need * 1e6 / was) - now) / 1000) + 1
     if held > 0 then
       ttl = math.max(ttl, hold)
     end
