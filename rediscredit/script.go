@@ -51,14 +51,13 @@ local limit = tonumber(ARGV[7] or -1)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
-local avail, held, origin, minted, was, wasS = burst, 0, -1, 0, rate, ARGV[1]
+local avail, held, origin, minted, was = burst, 0, -1, 0, rate
 local v = redis.call('GET', key)
 if v then
-  local a, h, o, mi, r = string.match(v, '^(%S+) (%S+) (%S+) (%S+) (%S+)')
-  if not a then
+  if #v ~= 40 then
     return redis.error_reply('key ' .. key .. ' does not hold a credit bucket')
   end
-  avail, held, origin, minted, was, wasS = tonumber(a), tonumber(h), tonumber(o), tonumber(mi), tonumber(r), r
+  avail, held, origin, minted, was = struct.unpack('<ddddd', v)
 end
 
 -- Mint the credit due up to now at the rate the bucket accrued at; a clock
@@ -96,7 +95,7 @@ if rate ~= was then
     origin = math.max(now - back, 0)
     minted = 0
   end
-  was, wasS = rate, ARGV[1]
+  was = rate
 end
 
 -- The request's wait, for a request the balance does not cover: the
@@ -166,7 +165,7 @@ if origin < 0 and held == 0 then
     redis.call('DEL', key)
   end
 else
-  local state = string.format('%d %d %d %d %s', avail, held, origin, minted, wasS)
+  local state = struct.pack('<ddddd', avail, held, origin, minted, was)
   local ttl = -1
   if origin < 0 then
     ttl = hold
@@ -178,7 +177,7 @@ else
     end
   end
   if ttl > 0 then
-    redis.call('SET', key, state, 'PX', ttl)
+    redis.call('PSETEX', key, ttl, state)
   else
     redis.call('SET', key, state)
   end
