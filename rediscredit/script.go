@@ -10,27 +10,28 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The bucket's state is one string value, five numbers separated by
-// spaces, read and written only by the script below:
+// The bucket's state is one string value of 40 bytes, five little-endian
+// float64s packed by Lua's struct library (which parses and formats
+// nothing), read and written only by the script below. In order:
 //
-//		avail held origin minted rate
+//   - avail: credit available, in whole credits; negative while Spend calls
+//     have claimed credit that has not accrued yet (they wait for it).
+//   - held: credit reserved by TryReserve and not yet settled.
+//   - origin: the server time, in microseconds, from which accrual runs;
+//     -1 while the bucket is full and nothing accrues.
+//   - minted: the credits added since origin.
+//   - rate: the rate the bucket accrues at, in credits per second.
 //
-//	  - avail: credit available, in whole credits; negative while Spend calls
-//	    have claimed credit that has not accrued yet (they wait for it).
-//	  - held: credit reserved by TryReserve and not yet settled.
-//	  - origin: the server time, in microseconds, from which accrual runs;
-//	    -1 while the bucket is full and nothing accrues.
-//	  - minted: the credits added since origin.
-//	  - rate: the rate the bucket accrues at, in credits per second.
-//
+// Every field but rate holds a whole number below 2⁵³, exact in a float64.
 // Invariants, after every call:
+//
 //  1. avail + held ≤ burst;
 //  2. origin = -1 exactly when avail + held = burst, and then minted = 0;
 //  3. the credit due at time T ≥ origin is ⌊rate·(T−origin)/10⁶⌋ − minted:
 //     the fraction of a credit not yet minted is kept between calls.
 //
 // A missing key is a full bucket at the Limiter's rate: a full bucket with
-// nothing reserved is deleted, and any other expires (PEXPIRE) when it
+// nothing reserved is deleted, and any other expires (PSETEX) when it
 // would be full, or when its reservations' hold runs out if later.
 //
 // Every call runs the same script on one key, so every call is one round
