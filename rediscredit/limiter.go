@@ -178,8 +178,9 @@ type Result struct {
 	// OK reports whether the credit was spent (or reserved).
 	OK bool
 	// Wait is, when OK is false, how long until accrual alone covers the
-	// request, or -1 if it never will while credit is reserved. It is a
-	// forecast: other callers may take the credit first.
+	// request, or -1 if it never will (a rate of 0, or credit it needs
+	// held by reservations). It is a forecast: other callers may take the
+	// credit first. A Local result leaves it 0.
 	Wait time.Duration
 	// Balance is the credit available after the call; negative while Spend
 	// calls wait for credit they have claimed.
