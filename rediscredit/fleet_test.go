@@ -78,7 +78,9 @@ func TestFleetMintsNothing(t *testing.T) {
 	got := float64(len(spends)-burst) / d.Seconds()
 	t.Logf("8 clients, %v: %d credits spent at rate %d and burst %d (%.1f%% of the rate after the burst)",
 		d, len(spends), rate, burst, 100*got/rate)
-	require.Greater(t, got, rate/2.0, "the fleet spent too little for the check to mean much")
+	// A floor far below the rate, for loaded machines: it only makes sure
+	// the law below is checked over many windows.
+	require.Greater(t, got, rate/10.0, "the fleet spent too little for the check to mean much")
 	require.NoError(t, credittest.CheckWindows(rate, burst, spends))
 }
 
@@ -88,7 +90,7 @@ func TestFleetMintsNothing(t *testing.T) {
 // does not lose the time between a credit accruing and a client spending
 // it. The times the server reports must keep the law (no window holds more
 // than 1 + ⌊rate·(b−a)⌋); the rate achieved is a measurement, in the log,
-// asserted only to be above half, for loaded machines.
+// asserted only to be above a quarter, for loaded machines.
 func TestPacing(t *testing.T) {
 	srv := needServer(t)
 	d := fleetDuration(t)
@@ -129,5 +131,5 @@ func TestPacing(t *testing.T) {
 	byServer := float64(count-1) / (last - first).Seconds() / rate
 	t.Logf("pacing: %d spends in %v: %.2f%% of the rate by the clients' clock, %.2f%% by the server's",
 		count, wall.Round(time.Millisecond), 100*byClients, 100*byServer)
-	require.GreaterOrEqual(t, byClients, 0.5)
+	require.GreaterOrEqual(t, byClients, 0.25)
 }
