@@ -58,6 +58,7 @@ func startServer(bin string, port int) (*server, error) {
 		s := &server{bin: bin, port: p, done: make(chan struct{})}
 		s.cmd = exec.Command(bin, "--port", strconv.Itoa(p), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
+		s.cmd.SysProcAttr = serverAttrs()
 		if err = s.cmd.Start(); err != nil {
 			return nil, err
 		}
