@@ -70,11 +70,14 @@ func (r *Reservation) Settle(ctx context.Context, spent int64) (Result, error) {
 		panic("rediscredit: a reservation was settled twice")
 	}
 	if r.local != nil {
-		if spent > 0 {
+		switch spent {
+		case r.n:
+			r.local.Forget()
+		case 0:
+			r.local.Release()
+		default:
 			part, _ := r.local.Split(spent)
 			part.Forget()
-		}
-		if spent < r.n {
 			r.local.Release()
 		}
 		r.state.Store(2)
