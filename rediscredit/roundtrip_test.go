@@ -2,6 +2,7 @@ package rediscredit_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -144,4 +145,43 @@ func TestReservationSettlesOnce(t *testing.T) {
 	res, err = l.Stats(ctx, k)
 	require.NoError(t, err)
 	require.Equal(t, [2]int64{9, 0}, [2]int64{res.Balance, res.Reserved})
+}
+
+// A rate so low that a bucket takes longer to fill than any TTL Redis
+// takes still gets one, and the bucket works.
+func TestTinyRateKeepsAValidTTL(t *testing.T) {
+	srv := needServer(t)
+	c := client(t, srv.addr())
+	ctx := context.Background()
+	l, err := rediscredit.New(c, 1e-30, 3)
+	require.NoError(t, err)
+	k := key(t)
+	require.NoError(t, c.Del(ctx, k).Err())
+	res, err := l.TrySpend(ctx, k, 2)
+	require.NoError(t, err)
+	require.True(t, res.OK)
+	require.Greater(t, ttl(t, c, k), 24*time.Hour)
+	res, err = l.TrySpend(ctx, k, 2)
+	require.NoError(t, err)
+	require.False(t, res.OK)
+	require.Greater(t, res.Wait, 24*time.Hour)
+}
+
+// The largest finite rate refills a bucket at every call.
+func TestHugeRateRefillsAtOnce(t *testing.T) {
+	srv := needServer(t)
+	c := client(t, srv.addr())
+	ctx := context.Background()
+	l, err := rediscredit.New(c, math.MaxFloat64, 3)
+	require.NoError(t, err)
+	k := key(t)
+	for range 5 {
+		res, err := l.TrySpend(ctx, k, 3)
+		require.NoError(t, err)
+		require.True(t, res.OK)
+	}
+	require.NoError(t, l.SetRate(1))
+	res, err := l.Stats(ctx, k)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), res.Balance)
 }

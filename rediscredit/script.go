@@ -106,15 +106,27 @@ if avail < n then
   if origin < 0 or was <= 0 or n + held > burst then
     w = -1
   else
+    -- The first microsecond e at which ⌊rate·e/10⁶⌋ reaches need: the
+    -- division is off by at most one either way, and is fixed up where a
+    -- microsecond is still representable; the wait is capped at 10¹⁵ µs
+    -- (31 years), so that it is a whole number for Redis.
     local need = minted + n - avail
     local e = ceil(need * 1e6 / was)
-    while floor(was * e / 1e6) < need do
-      e = e + 1
+    if e < 1e15 then
+      for _ = 1, 3 do
+        if floor(was * e / 1e6) >= need then
+          break
+        end
+        e = e + 1
+      end
+      for _ = 1, 3 do
+        if e <= 0 or floor(was * (e - 1) / 1e6) < need then
+          break
+        end
+        e = e - 1
+      end
     end
-    while e > 0 and floor(was * (e - 1) / 1e6) >= need do
-      e = e - 1
-    end
-    w = math.max(origin + e - now, 0)
+    w = math.min(math.max(origin + e - now, 0), 1e15)
   end
 end
 
@@ -172,7 +184,9 @@ else
     ttl = hold
   elseif was > 0 then
     local need = minted + burst - held - avail
-    ttl = ceil((origin + ceil(need * 1e6 / was) - now) / 1000) + 1
+    -- A rate so low that the bucket fills in more than 30,000 years keeps
+    -- its key that long, so that the TTL stays a whole number for Redis.
+    ttl = math.min(ceil((origin + ceil(need * 1e6 / was) - now) / 1000) + 1, 1e15)
     if held > 0 then
       ttl = math.max(ttl, hold)
     end
