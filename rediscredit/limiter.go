@@ -18,9 +18,9 @@
 // when it would be full, so Redis holds only the buckets in use.
 //
 // TrySpend takes credit now or says how long until it could; Spend waits
-// for it, claiming the credit as it accrues so that waiters across the
-// fleet are served in the order they claimed it and the rate is met
-// exactly. TryReserve holds credit until the Reservation is settled, for
+// for it, claiming the credit due next, so that waiters across the fleet
+// are served in the order they claimed it and accrual does not stop while
+// any of them waits. TryReserve holds credit until the Reservation is settled, for
 // work whose cost is known only afterwards.
 //
 // When Redis cannot be reached, calls return an error matching
