@@ -1,0 +1,348 @@
+// Package rediscredit keeps credit buckets in Redis, so that every process
+// of a fleet spends from the same bucket: at most r requests a second to a
+// partner API per customer, with bursts of b, across all the servers that
+// call it.
+//
+// A Limiter holds no state of its own: each key names one bucket, kept in
+// one Redis key, that accrues rate credits per second up to burst, as a
+// credit.Bucket does, and keeps the same laws: after t from empty the
+// balance is min(burst, ⌊rate·t⌋) with the fraction of a credit kept
+// between calls, time spent full is not banked, and nothing is minted by
+// races between processes. Time is the Redis server's clock, read by the
+// script that every call runs, so the clients' clocks never matter.
+//
+// Every call is one round trip: one server-side script on one key, so
+// calls are atomic and work on Redis Cluster (keys that must live in one
+// slot share a hash tag, as in "{tenant42}:search"; a bucket needs none).
+// A full bucket with nothing reserved is deleted, and any other expires
+// when it would be full, so Redis holds only the buckets in use.
+//
+// TrySpend takes credit now or says how long until it could; Spend waits
+// for it, claiming the credit due next, so that waiters across the fleet
+// are served in the order they claimed it and accrual does not stop while
+// any of them waits. TryReserve holds credit until the Reservation is settled, for
+// work whose cost is known only afterwards.
+//
+// When Redis cannot be reached, calls return an error matching
+// ErrUnavailable (fail-closed), unless the Limiter was made WithFallback,
+// which spends from a local credit.Bucket per key at a share of the rate
+// instead (fail-open). See docs/fleet.md for the trade-off and the costs.
+package rediscredit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/credit"
+)
+
+// MaxBurst is the largest burst a Limiter takes: the script's arithmetic
+// on the balance is exact in float64 up to it.
+const MaxBurst = 1 << 40
+
+var (
+	// ErrUnavailable is returned (wrapped, with the cause) when Redis does
+	// not answer: no connection, a timeout, or a server not ready to serve.
+	ErrUnavailable = errors.New("rediscredit: redis unavailable")
+	// ErrEmptyKey is returned for an empty key.
+	ErrEmptyKey = errors.New("rediscredit: empty key")
+)
+
+// A Limiter spends credit from buckets kept in Redis, one per key. Its
+// methods are safe for concurrent use, and any number of Limiters, in any
+// number of processes, may share the buckets.
+//
+// A Limiter must be made with New; the zero value is not usable.
+type Limiter struct {
+	client redis.Scripter
+	rate   atomic.Pointer[rate]
+	burst  int64
+	hold   time.Duration
+	local  *fallback // nil: fail closed
+
+	// burstArg and holdArg are the script's arguments, boxed once.
+	burstArg, holdArg any
+}
+
+// An Option configures a Limiter in New.
+type Option func(*Limiter) error
+
+// WithHold sets how long credit reserved by TryReserve stays reserved
+// without a call to its key; after that, the key may expire, and the
+// reservation counts as given back (an unsettled Forget then spends from
+// the balance). The default is one minute.
+func WithHold(d time.Duration) Option {
+	return func(l *Limiter) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("rediscredit: hold %v is under a millisecond", d)
+		}
+		l.hold = d
+		return nil
+	}
+}
+
+// WithFallback makes the Limiter fail open: while Redis is unavailable,
+// each key spends from a bucket in this process at share of the rate and
+// of the burst (at least 1), made full at the first call that fails, and
+// dropped once Redis answers again. share must be in (0, 1]; a fleet of N
+// processes that must not exceed the rate together uses 1/N. Without
+// WithFallback a Limiter fails closed: calls return ErrUnavailable.
+func WithFallback(share float64) Option {
+	return func(l *Limiter) error {
+		if !(share > 0 && share <= 1) {
+			return fmt.Errorf("rediscredit: fallback share %v is outside (0, 1]", share)
+		}
+		l.local = newFallback(share)
+		return nil
+	}
+}
+
+// New returns a Limiter of buckets that accrue rate credits per second up
+// to burst, kept in Redis through client (a *redis.Client, a
+// *redis.ClusterClient or a *redis.Ring). A bucket not yet in Redis is
+// full.
+//
+// New returns an error matching credit.ErrInvalidRate for a rate that is
+// negative, NaN or infinite, credit.ErrInvalidBurst for a burst outside
+// [1, MaxBurst], and the option's error for an invalid option. It sends
+// nothing to Redis. It is a run-time error if client is nil.
+func New(client redis.Scripter, rate float64, burst int64, opts ...Option) (*Limiter, error) {
+	if client == nil {
+		panic("rediscredit: nil client")
+	}
+	if err := checkRate(rate); err != nil {
+		return nil, err
+	}
+	if burst < 1 || burst > MaxBurst {
+		return nil, fmt.Errorf("rediscredit: %w: burst %d is outside [1, %d]", credit.ErrInvalidBurst, burst, int64(MaxBurst))
+	}
+	l := &Limiter{client: client, burst: burst, hold: time.Minute}
+	l.rate.Store(newRate(rate))
+	for _, opt := range opts {
+		if err := opt(l); err != nil {
+			return nil, err
+		}
+	}
+	l.burstArg, l.holdArg = strconv.FormatInt(burst, 10), strconv.FormatInt(l.hold.Milliseconds(), 10)
+	return l, nil
+}
+
+func checkRate(rate float64) error {
+	if !(rate >= 0) || math.IsInf(rate, 1) {
+		return fmt.Errorf("rediscredit: %w: %v credits per second", credit.ErrInvalidRate, rate)
+	}
+	return nil
+}
+
+// rate is a rate as a number and as the script's argument, formatted once.
+type rate struct {
+	f   float64
+	arg any
+}
+
+func newRate(f float64) *rate { return &rate{f, strconv.FormatFloat(f, 'g', -1, 64)} }
+
+// Rate returns the rate, in credits per second, as last set.
+func (l *Limiter) Rate() float64 { return l.rate.Load().f }
+
+// Burst returns the burst.
+func (l *Limiter) Burst() int64 { return l.burst }
+
+// SetRate changes the rate of this Limiter's buckets. Each key takes the new
+// rate at its next call through this Limiter, with its accrual up to that
+// call settled at the rate it had and the fraction of a credit carried
+// over, so a change neither mints nor loses credit. Processes that share
+// keys should set the same rate: a key accrues at the rate of the last
+// Limiter that called it.
+//
+// SetRate returns an error matching credit.ErrInvalidRate for a negative,
+// NaN or infinite rate, changing nothing. It sends nothing to Redis.
+func (l *Limiter) SetRate(rate float64) error {
+	if err := checkRate(rate); err != nil {
+		return err
+	}
+	l.rate.Store(newRate(rate))
+	return nil
+}
+
+// Result is the outcome of a call.
+type Result struct {
+	// OK reports whether the credit was spent (or reserved).
+	OK bool
+	// Wait is, when OK is false, how long until accrual alone covers the
+	// request, or -1 if it never will (a rate of 0, or credit it needs
+	// held by reservations). It is a forecast: other callers may take the
+	// credit first. A Local result leaves it 0.
+	Wait time.Duration
+	// Balance is the credit available after the call; negative while Spend
+	// calls wait for credit they have claimed.
+	Balance int64
+	// Reserved is the credit held by reservations after the call.
+	Reserved int64
+	// Time is the server's clock when it decided; for Spend, the moment
+	// the credit it spent had accrued.
+	Time time.Time
+	// Local reports that Redis was unavailable and the fallback bucket of
+	// this process decided (see WithFallback); Time is then this process's
+	// clock.
+	Local bool
+}
+
+func (r reply) result() Result {
+	return Result{OK: r.ok != 0, Wait: r.wait, Balance: r.avail, Reserved: r.held, Time: r.now}
+}
+
+// check validates a request for n credits on key, before any round trip.
+func (l *Limiter) check(ctx context.Context, key string, n int64) error {
+	if ctx == nil {
+		panic("rediscredit: nil Context")
+	}
+	switch {
+	case key == "":
+		return ErrEmptyKey
+	case n < 1:
+		return fmt.Errorf("rediscredit: a request for %d credits (%w)", n, atomicsem.ErrInvalidPermits)
+	case n > l.burst:
+		return fmt.Errorf("rediscredit: %d credits exceed the burst of %d (%w)", n, l.burst, atomicsem.ErrExceedsMax)
+	}
+	return ctx.Err()
+}
+
+// TrySpend takes n credits from key's bucket for good if its balance covers
+// them now: one round trip. The Result says whether it did and, if not,
+// how long until accrual would cover them.
+//
+// TrySpend returns an error, spending nothing, before any round trip for
+// an empty key (ErrEmptyKey), for n < 1 (matching
+// atomicsem.ErrInvalidPermits) or n above the burst (matching
+// atomicsem.ErrExceedsMax), and for a done ctx (ctx.Err()); after one, it
+// returns an error matching ErrUnavailable if Redis did not answer (unless
+// the Limiter falls back), ctx.Err() if ctx ended the call, and Redis's
+// error reply if the key holds something else. It is a run-time error if
+// ctx is nil.
+func (l *Limiter) TrySpend(ctx context.Context, key string, n int64) (Result, error) {
+	if err := l.check(ctx, key, n); err != nil {
+		return Result{}, err
+	}
+	r, err := l.run(ctx, "spend", key, n, 0, -1)
+	if err != nil {
+		if l.local != nil && errors.Is(err, ErrUnavailable) {
+			return l.local.trySpend(l, key, n), nil
+		}
+		return Result{}, err
+	}
+	l.local.recovered()
+	return r.result(), nil
+}
+
+// Spend takes n credits from key's bucket for good, waiting until they
+// have accrued, and returns once they have; Result.Time is when they
+// accrued, on the server's clock. A Spend on a short balance claims the
+// credit due next (one round trip) and sleeps until it is due: claims are
+// served in the order they reach Redis, across the fleet, and TrySpend
+// does not take credit that a claim waits for.
+//
+// Spend claims nothing that accrues after ctx's deadline; it waits until
+// the deadline instead, looking again as credit is forecast, and returns
+// ctx.Err(). A Spend whose ctx is done while it sleeps gives its claim
+// back (one more round trip, with a second of its own to run) and returns
+// ctx.Err(). While reservations hold the credit it needs, Spend looks
+// again at intervals of one period of the rate (between a millisecond and
+// a second).
+//
+// Spend fails as TrySpend does, spending nothing.
+func (l *Limiter) Spend(ctx context.Context, key string, n int64) (Result, error) {
+	if err := l.check(ctx, key, n); err != nil {
+		return Result{}, err
+	}
+	for {
+		limit := int64(-1)
+		if dl, ok := ctx.Deadline(); ok {
+			limit = max(time.Until(dl).Microseconds(), 0)
+		}
+		r, err := l.run(ctx, "claim", key, n, 0, limit)
+		if err != nil {
+			if l.local != nil && errors.Is(err, ErrUnavailable) {
+				return l.local.spend(ctx, l, key, n)
+			}
+			return Result{}, err
+		}
+		l.local.recovered()
+		res := r.result()
+		switch r.ok {
+		case 1:
+			return res, nil
+		case 2:
+			if err := sleep(ctx, r.wait); err != nil {
+				l.unclaim(ctx, key, n)
+				return Result{}, err
+			}
+			res.Time = res.Time.Add(r.wait)
+			res.Wait = 0
+			return res, nil
+		}
+		wait := r.wait
+		if wait < 0 {
+			wait = l.period()
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return Result{}, err
+		}
+	}
+}
+
+// unclaim gives back credit claimed by a Spend that gave up. Its error is
+// dropped: a claim that cannot be given back is credit lost, never minted.
+func (l *Limiter) unclaim(ctx context.Context, key string, n int64) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_, _ = l.run(ctx, "unclaim", key, n, 0, -1)
+}
+
+// period returns one period of the rate, between a millisecond and a
+// second: how often a Spend that accrual alone cannot serve looks again.
+func (l *Limiter) period() time.Duration {
+	r := l.Rate()
+	if r <= 0 {
+		return time.Second
+	}
+	return min(max(time.Duration(float64(time.Second)/r), time.Millisecond), time.Second)
+}
+
+// sleep waits for d or until ctx is done, returning ctx.Err() then.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stats mints the accrual due on key's bucket and returns its state, in one
+// round trip; Result.OK is true. It fails as TrySpend does, but takes no n.
+func (l *Limiter) Stats(ctx context.Context, key string) (Result, error) {
+	if err := l.check(ctx, key, 1); err != nil {
+		return Result{}, err
+	}
+	r, err := l.run(ctx, "stats", key, 0, 0, -1)
+	if err != nil {
+		return Result{}, err
+	}
+	res := r.result()
+	res.OK = true
+	return res, nil
+}

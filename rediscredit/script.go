@@ -1,0 +1,264 @@
+package rediscredit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The bucket's state is one string value of 40 bytes, five little-endian
+// float64s packed by Lua's struct library (which parses and formats
+// nothing), read and written only by the script below. In order:
+//
+//   - avail: credit available, in whole credits; negative while Spend calls
+//     have claimed credit that has not accrued yet (they wait for it).
+//   - held: credit reserved by TryReserve and not yet settled.
+//   - origin: the server time, in microseconds, from which accrual runs;
+//     -1 while the bucket is full and nothing accrues.
+//   - minted: the credits added since origin.
+//   - rate: the rate the bucket accrues at, in credits per second.
+//
+// Every field but rate holds a whole number below 2⁵³, exact in a float64.
+// Invariants, after every call:
+//
+//  1. avail + held ≤ burst;
+//  2. origin = -1 exactly when avail + held = burst, and then minted = 0;
+//  3. the credit due at time T ≥ origin is ⌊rate·(T−origin)/10⁶⌋ − minted:
+//     the fraction of a credit not yet minted is kept between calls.
+//
+// A missing key is a full bucket at the Limiter's rate: a full bucket with
+// nothing reserved is deleted, and any other expires (PSETEX) when it
+// would be full, or when its reservations' hold runs out if later.
+//
+// Every call runs the same script on one key, so every call is one round
+// trip (EVALSHA; EVAL once per server if the script is not cached there),
+// and the script's reads and writes are atomic. The script reads the
+// server's clock (TIME), so clients' clocks never matter.
+const scriptSource = `
+local floor, ceil = math.floor, math.ceil
+local key = KEYS[1]
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local hold = tonumber(ARGV[3])
+local op = ARGV[4]
+local n = tonumber(ARGV[5])
+local m = tonumber(ARGV[6] or 0)
+local limit = tonumber(ARGV[7] or -1)
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+local avail, held, origin, minted, was = burst, 0, -1, 0, rate
+local v = redis.call('GET', key)
+if v then
+  if #v ~= 40 then
+    return redis.error_reply('key ' .. key .. ' does not hold a credit bucket')
+  end
+  avail, held, origin, minted, was = struct.unpack('<ddddd', v)
+end
+
+-- Mint the credit due up to now at the rate the bucket accrued at; a clock
+-- that reads backwards adds nothing.
+if origin >= 0 and now > origin then
+  local due = floor(was * (now - origin) / 1e6)
+  if due > minted then
+    avail = avail + due - minted
+    minted = due
+  end
+end
+if avail + held >= burst then
+  -- Full: accrual stops, and the time spent full is not banked.
+  avail = burst - held
+  origin = -1
+  minted = 0
+elseif minted >= 2147483648 then
+  -- Keeps rate·(now−origin) exact in a double; drops under a credit.
+  origin = now
+  minted = 0
+end
+
+-- A change of rate: the accrual so far was minted at the old rate, and
+-- the fraction of a credit accrued carries over as time at the new rate.
+if rate ~= was then
+  if origin >= 0 then
+    local frac = 0
+    if now > origin then
+      frac = was * (now - origin) / 1e6 - minted
+    end
+    local back = 0
+    if rate > 0 and frac > 0 then
+      back = math.floor(math.min(frac, 1) * 1e6 / rate)
+    end
+    origin = math.max(now - back, 0)
+    minted = 0
+  end
+  was = rate
+end
+
+-- The request's wait, for a request the balance does not cover: the
+-- microseconds until accrual alone covers n, or -1 if it never will.
+local ok, w = 0, 0
+if avail < n then
+  if origin < 0 or was <= 0 or n + held > burst then
+    w = -1
+  else
+    -- The first microsecond e at which ⌊rate·e/10⁶⌋ reaches need: the
+    -- division is off by at most one either way, and is fixed up where a
+    -- microsecond is still representable; the wait is capped at 10¹⁵ µs
+    -- (31 years), so that it is a whole number for Redis.
+    local need = minted + n - avail
+    local e = ceil(need * 1e6 / was)
+    if e < 1e15 then
+      for _ = 1, 3 do
+        if floor(was * e / 1e6) >= need then
+          break
+        end
+        e = e + 1
+      end
+      for _ = 1, 3 do
+        if e <= 0 or floor(was * (e - 1) / 1e6) < need then
+          break
+        end
+        e = e - 1
+      end
+    end
+    w = math.min(math.max(origin + e - now, 0), 1e15)
+  end
+end
+
+-- A spend from a full bucket starts accrual anew.
+if op == 'spend' or op == 'claim' then
+  if avail >= n then
+    avail = avail - n
+    if origin < 0 then
+      origin = now
+      minted = 0
+    end
+    ok = 1
+  elseif op == 'claim' and w >= 0 and (limit < 0 or w <= limit) then
+    avail = avail - n
+    ok = 2
+  end
+elseif op == 'unclaim' then
+  avail = math.min(avail + n, burst - held)
+  if avail + held >= burst then
+    origin = -1
+    minted = 0
+  end
+elseif op == 'reserve' then
+  if avail >= n then
+    avail = avail - n
+    held = held + n
+    ok = 1
+  end
+elseif op == 'settle' then
+  -- n is given back and m spent; whatever exceeds what is held was held
+  -- by a bucket the server has since lost (or let expire): what is given
+  -- back of it is dropped, and what is spent of it comes out of the
+  -- balance.
+  local r = math.min(n, held)
+  held = held - r
+  avail = avail + r
+  local f = math.min(m, held)
+  held = held - f
+  local take = math.max(math.min(m - f, avail), 0)
+  avail = avail - take
+  if f + take > 0 and origin < 0 then
+    origin = now
+    minted = 0
+  end
+end
+
+if origin < 0 and held == 0 then
+  if v then
+    redis.call('DEL', key)
+  end
+else
+  local state = struct.pack('<ddddd', avail, held, origin, minted, was)
+  local ttl = -1
+  if origin < 0 then
+    ttl = hold
+  elseif was > 0 then
+    local need = minted + burst - held - avail
+    -- A rate so low that the bucket fills in more than 30,000 years keeps
+    -- its key that long, so that the TTL stays a whole number for Redis.
+    ttl = math.min(ceil((origin + ceil(need * 1e6 / was) - now) / 1000) + 1, 1e15)
+    if held > 0 then
+      ttl = math.max(ttl, hold)
+    end
+  end
+  if ttl > 0 then
+    redis.call('PSETEX', key, ttl, state)
+  else
+    redis.call('SET', key, state)
+  end
+end
+return {ok, avail, held, now, w}
+`
+
+var script = redis.NewScript(scriptSource)
+
+// reply is the script's answer.
+type reply struct {
+	ok       int64 // 0: refused; 1: done; 2: claimed, due after wait
+	avail    int64
+	held     int64
+	now      time.Time
+	wait     time.Duration // -1: accrual alone never covers the request
+	nowMicro int64
+}
+
+// run calls the script once on key. m and limit matter only to the
+// operations that use them; limit is in microseconds, -1 for none.
+func (l *Limiter) run(ctx context.Context, op, key string, n, m, limit int64) (reply, error) {
+	// The leading arguments are boxed once, in New and SetRate, so that a
+	// call allocates no more than go-redis needs.
+	var args []any
+	if m == 0 && limit == -1 {
+		args = []any{l.rate.Load().arg, l.burstArg, l.holdArg, op, n}
+	} else {
+		args = []any{l.rate.Load().arg, l.burstArg, l.holdArg, op, n, m, limit}
+	}
+	v, err := script.Run(ctx, l.client, []string{key}, args...).Int64Slice()
+	if err != nil {
+		return reply{}, classify(ctx, err)
+	}
+	if len(v) != 5 {
+		return reply{}, fmt.Errorf("rediscredit: the script answered %d values, not 5", len(v))
+	}
+	r := reply{ok: v[0], avail: v[1], held: v[2], nowMicro: v[3], now: time.UnixMicro(v[3]), wait: -1}
+	if v[4] >= 0 {
+		r.wait = time.Duration(v[4]) * time.Microsecond
+	}
+	return r, nil
+}
+
+// classify turns a failed round trip into the error a caller sees: ctx.Err()
+// if the context ended it, an error reply from the server as it is, and
+// anything else (no connection, a timeout, a server not ready) as
+// ErrUnavailable.
+func classify(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return ctxErr
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && !unavailableReply(rerr.Error()) {
+		return fmt.Errorf("rediscredit: %w", err)
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// unavailableReply reports whether an error reply says the server cannot
+// serve now, rather than that the request was wrong.
+func unavailableReply(msg string) bool {
+	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
