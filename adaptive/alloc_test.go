@@ -25,11 +25,11 @@ func TestFastPathDoesNotAllocate(t *testing.T) {
 		name string
 		op   func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit)
 	}{
-		{"TryAcquire+Success", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
+		{"TryAcquire+Succeeded", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
 			if !lim.TryAcquire(p) {
 				t.Fatal("TryAcquire failed")
 			}
-			p.Success()
+			p.Succeeded()
 		}},
 		{"TryAcquire+Dropped", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
 			if !lim.TryAcquire(p) {
@@ -37,11 +37,11 @@ func TestFastPathDoesNotAllocate(t *testing.T) {
 			}
 			p.Dropped()
 		}},
-		{"Acquire+Ignore", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
+		{"Acquire+Ignored", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
 			if err := lim.Acquire(context.Background(), p); err != nil {
 				t.Fatal(err)
 			}
-			p.Ignore()
+			p.Ignored()
 		}},
 		{"TryAcquire refused", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
 			var q adaptive.Permit
@@ -51,7 +51,7 @@ func TestFastPathDoesNotAllocate(t *testing.T) {
 			if lim.TryAcquire(&q) {
 				t.Fatal("TryAcquire admitted a second request under a limit of 1")
 			}
-			p.Ignore()
+			p.Ignored()
 		}},
 	}
 	for _, c := range ctrls {

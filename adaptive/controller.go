@@ -6,8 +6,8 @@ import "time"
 // requests. AIMD, Vegas and Gradient2 are the controllers this package
 // provides; any type with a Next method can be one.
 //
-// A Limiter calls Next once for every request that ends in Success or
-// Dropped (never for Ignore), with its lock held, so an implementation needs
+// A Limiter calls Next once for every request that ends in Succeeded or
+// Dropped (never for Ignored), with its lock held, so an implementation needs
 // no locking of its own as long as it is used by one Limiter only.
 type Controller interface {
 	// Next returns the limit to use after sample s, given the current limit.

@@ -6,7 +6,7 @@
 //
 // A request takes a Permit from the Limiter, waiting for one with Acquire
 // or shedding the request when TryAcquire finds none free, and ends it with
-// Success, Dropped or Ignore. Success and Dropped are samples: the round
+// Succeeded, Dropped or Ignored. Succeeded and Dropped are samples: the round
 // trip time (RTT) measured from the acquire, the number of requests then in
 // flight, and whether the request was dropped (a timeout, an overload
 // error, a 429 or 503 from downstream). The Controller turns the samples

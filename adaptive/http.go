@@ -61,7 +61,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ended := false
 	defer func() {
 		if !ended {
-			p.Ignore() // next panicked: no verdict on load
+			p.Ignored() // next panicked: no verdict on load
 		}
 	}()
 	h.next.ServeHTTP(&sw, r)
@@ -81,7 +81,7 @@ func classifyServer(r *http.Request, status int) Outcome {
 	case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
 		return Dropped
 	}
-	return Success
+	return Succeeded
 }
 
 // unavailable is Handler's default answer to a shed request.
@@ -182,7 +182,7 @@ func classifyClient(resp *http.Response, err error) Outcome {
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		return Dropped
 	}
-	return Success
+	return Succeeded
 }
 
 // permitBody ends its permit when the body is read to the end, fails, or

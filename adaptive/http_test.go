@@ -43,7 +43,7 @@ func TestHandlerShedsWith503WhenFull(t *testing.T) {
 	require.Equal(t, http.StatusOK, first.Code)
 	require.Equal(t, "ok", first.Body.String())
 	st := lim.Stats()
-	require.Equal(t, uint64(1), st.Success)
+	require.Equal(t, uint64(1), st.Succeeded)
 	require.Equal(t, uint64(1), st.Rejected)
 	require.Equal(t, int64(0), st.InFlight)
 }
@@ -87,7 +87,7 @@ func TestHandlerClassifiesOutcomes(t *testing.T) {
 				h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, "GET", "/", nil))
 			}()
 			st := lim.Stats()
-			require.Equal(t, [3]uint64{tt.success, tt.dropped, tt.ignored}, [3]uint64{st.Success, st.Dropped, st.Ignored})
+			require.Equal(t, [3]uint64{tt.success, tt.dropped, tt.ignored}, [3]uint64{st.Succeeded, st.Dropped, st.Ignored})
 			require.Equal(t, int64(0), st.InFlight)
 		})
 	}
@@ -178,7 +178,7 @@ func TestTransportClassifiesOutcomes(t *testing.T) {
 				require.NoError(t, resp.Body.Close())
 			}
 			st := lim.Stats()
-			require.Equal(t, [3]uint64{tt.success, tt.dropped, tt.ignored}, [3]uint64{st.Success, st.Dropped, st.Ignored})
+			require.Equal(t, [3]uint64{tt.success, tt.dropped, tt.ignored}, [3]uint64{st.Succeeded, st.Dropped, st.Ignored})
 			require.Equal(t, int64(0), st.InFlight)
 		})
 	}
@@ -204,7 +204,7 @@ func testTransportShedsOrWaits(t *testing.T) {
 	_, err = wait.Do(req)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
-	held.Ignore()
+	held.Ignored()
 	resp, err := wait.Get("http://example.invalid/")
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
@@ -223,7 +223,7 @@ func TestTransportClassifierSeesBodyErrors(t *testing.T) {
 			if err != nil {
 				return adaptive.Dropped
 			}
-			return adaptive.Success
+			return adaptive.Succeeded
 		}}}
 	resp, err := c.Get("http://example.invalid/")
 	require.NoError(t, err)
@@ -258,6 +258,6 @@ func TestHandlerAndTransportOverTheNetwork(t *testing.T) {
 		require.Equal(t, "hello", string(b))
 		require.NoError(t, resp.Body.Close())
 	}
-	require.Equal(t, uint64(20), server.Stats().Success)
-	require.Equal(t, uint64(20), client.Stats().Success)
+	require.Equal(t, uint64(20), server.Stats().Succeeded)
+	require.Equal(t, uint64(20), client.Stats().Succeeded)
 }

@@ -32,8 +32,8 @@ const (
 // enforced by an atomicsem.Semaphore.
 //
 // Each request takes a Permit (Acquire waits for one, TryAcquire sheds the
-// request when none is free) and ends it with Success, Dropped or Ignore.
-// Success and Dropped feed the round-trip time, the number of requests in
+// request when none is free) and ends it with Succeeded, Dropped or Ignored.
+// Succeeded and Dropped feed the round-trip time, the number of requests in
 // flight and the outcome to the controller, whose answer becomes the
 // semaphore's limit through SetLimit: lowering it never revokes a permit
 // already out, so requests in flight always run to completion, and the
@@ -49,13 +49,13 @@ const (
 //
 // # Memory ordering
 //
-// The end of a Permit (Success, Dropped or Ignore) synchronizes before the
+// The end of a Permit (Succeeded, Dropped or Ignored) synchronizes before the
 // return of the Acquire or TryAcquire that obtains the freed slot, as
 // atomicsem's Release does.
 type Limiter struct {
 	sem      *atomicsem.Semaphore
 	inFlight atomic.Int64
-	lastRTT  atomic.Int64 // nanoseconds of the last Success's RTT
+	lastRTT  atomic.Int64 // nanoseconds of the last Succeeded RTT
 	rejected atomic.Uint64
 	min, max float64
 	// epoch is when the limiter was made. Permits keep their start as the
@@ -134,8 +134,8 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 }
 
 // Acquire waits for a free slot under the current limit and makes p a
-// live Permit for it, which the caller must end with Success, Dropped or
-// Ignore. Waiters are admitted in FIFO order (unless WithSemaphoreOptions
+// live Permit for it, which the caller must end with Succeeded, Dropped or
+// Ignored. Waiters are admitted in FIFO order (unless WithSemaphoreOptions
 // said otherwise), as requests end or the limit rises. The caller provides
 // the Permit, so that acquiring allocates nothing and the token inside it
 // is never copied.
@@ -156,7 +156,7 @@ func (l *Limiter) Acquire(ctx context.Context, p *Permit) error {
 
 // TryAcquire takes a free slot under the current limit without waiting,
 // makes p a live Permit for it and reports whether it did. On success the
-// caller must end p with Success, Dropped or Ignore; on failure, the signal
+// caller must end p with Succeeded, Dropped or Ignored; on failure, the signal
 // to shed the request, p is left as it was. It fails while Acquire calls
 // wait, so as not to overtake them, and after Close. It is a run-time error
 // to pass a Permit that is live.
@@ -203,7 +203,7 @@ func (l *Limiter) record(s Sample) {
 	l.mu.Unlock()
 }
 
-// ignore counts a request that ended in Ignore.
+// ignore counts a request that ended in Ignored.
 func (l *Limiter) ignore() {
 	l.mu.Lock()
 	l.ignored++
@@ -215,11 +215,16 @@ type Stats struct {
 	Limit    int64         // the limit in force
 	InFlight int64         // permits out: acquired and not yet ended
 	Waiters  int           // Acquire calls waiting for a slot
-	LastRTT  time.Duration // the RTT of the last request that ended in Success; 0 before the first
-	Success  uint64        // requests ended in Success
-	Dropped  uint64        // requests ended in Dropped
-	Ignored  uint64        // requests ended in Ignore
-	Rejected uint64        // TryAcquire calls that found no free slot
+	LastRTT  time.Duration // the RTT of the last request that ended in Succeeded; 0 before the first
+	// Succeeded counts the requests ended in Succeeded.
+	Succeeded uint64
+	// Success holds the same count as Succeeded.
+	//
+	// Deprecated: use Succeeded.
+	Success  uint64
+	Dropped  uint64 // requests ended in Dropped
+	Ignored  uint64 // requests ended in Ignored
+	Rejected uint64 // TryAcquire calls that found no free slot
 	Closed   bool
 }
 
@@ -232,15 +237,16 @@ func (l *Limiter) Stats() Stats {
 	st := l.sem.Stats()
 	l.mu.Lock()
 	s := Stats{
-		Limit:    st.Limit,
-		InFlight: st.Held,
-		Waiters:  st.Waiters,
-		LastRTT:  time.Duration(l.lastRTT.Load()),
-		Success:  l.success,
-		Dropped:  l.dropped,
-		Ignored:  l.ignored,
-		Rejected: l.rejected.Load(),
-		Closed:   st.Closed,
+		Limit:     st.Limit,
+		InFlight:  st.Held,
+		Waiters:   st.Waiters,
+		LastRTT:   time.Duration(l.lastRTT.Load()),
+		Succeeded: l.success,
+		Success:   l.success,
+		Dropped:   l.dropped,
+		Ignored:   l.ignored,
+		Rejected:  l.rejected.Load(),
+		Closed:    st.Closed,
 	}
 	l.mu.Unlock()
 	return s

@@ -68,10 +68,10 @@ func TestTryAcquireShedsAtTheLimit(t *testing.T) {
 	require.Equal(t, int64(2), st.InFlight)
 	require.Equal(t, uint64(1), st.Rejected)
 
-	a.Ignore()
+	a.Ignored()
 	require.True(t, lim.TryAcquire(&c), "the ignored request's slot is free again")
-	b.Ignore()
-	c.Ignore()
+	b.Ignored()
+	c.Ignored()
 	require.Equal(t, int64(0), lim.Stats().InFlight)
 }
 
@@ -85,9 +85,9 @@ func TestOutcomesReachTheController(t *testing.T) {
 		require.True(t, lim.TryAcquire(&q))
 		require.True(t, lim.TryAcquire(&r))
 		time.Sleep(30 * time.Millisecond)
-		p.Success()
+		p.Succeeded()
 		q.Dropped()
-		r.Ignore()
+		r.Ignored()
 
 		require.Len(t, rec.samples, 2, "Ignore gives the controller no sample")
 		require.Equal(t, adaptive.Sample{Start: start, RTT: 30 * time.Millisecond, InFlight: 1}, rec.samples[0])
@@ -95,19 +95,19 @@ func TestOutcomesReachTheController(t *testing.T) {
 		require.Equal(t, start.Add(30*time.Millisecond), rec.samples[0].End())
 
 		st := lim.Stats()
-		require.Equal(t, adaptive.Stats{Limit: 4, LastRTT: 30 * time.Millisecond, Success: 1, Dropped: 1, Ignored: 1}, st)
+		require.Equal(t, adaptive.Stats{Limit: 4, LastRTT: 30 * time.Millisecond, Succeeded: 1, Success: 1, Dropped: 1, Ignored: 1}, st)
 	})
 }
 
 func TestEndTakesTheNamedOutcome(t *testing.T) {
 	lim := newLimiter(t, &recorder{}, 1, 10, 4)
-	for _, o := range []adaptive.Outcome{adaptive.Success, adaptive.Dropped, adaptive.Ignored, adaptive.Outcome(9)} {
+	for _, o := range []adaptive.Outcome{adaptive.Succeeded, adaptive.Dropped, adaptive.Ignored, adaptive.Outcome(9)} {
 		var p adaptive.Permit
 		require.True(t, lim.TryAcquire(&p))
 		p.End(o)
 	}
 	st := lim.Stats()
-	require.Equal(t, [3]uint64{1, 1, 2}, [3]uint64{st.Success, st.Dropped, st.Ignored})
+	require.Equal(t, [3]uint64{1, 1, 2}, [3]uint64{st.Succeeded, st.Dropped, st.Ignored})
 }
 
 func TestControllerMovesTheSemaphoreLimitWithinBounds(t *testing.T) {
@@ -128,7 +128,7 @@ func TestControllerMovesTheSemaphoreLimitWithinBounds(t *testing.T) {
 			lim := newLimiter(t, ctrl, 2, 10, 4)
 			var p adaptive.Permit
 			require.True(t, lim.TryAcquire(&p))
-			p.Success()
+			p.Succeeded()
 			require.Equal(t, tt.want, lim.Stats().Limit)
 		})
 	}
@@ -143,19 +143,19 @@ func TestLoweringTheLimitRevokesNothing(t *testing.T) {
 	for i := range ps {
 		require.True(t, lim.TryAcquire(&ps[i]))
 	}
-	ps[0].Success() // the controller lowers the limit to 1
+	ps[0].Succeeded() // the controller lowers the limit to 1
 	st := lim.Stats()
 	require.Equal(t, int64(1), st.Limit)
 	require.Equal(t, int64(3), st.InFlight, "the requests in flight keep their permits")
 
 	var p adaptive.Permit
 	require.False(t, lim.TryAcquire(&p), "nothing is admitted while more than the limit are out")
-	ps[1].Success()
-	ps[2].Success()
+	ps[1].Succeeded()
+	ps[2].Succeeded()
 	require.False(t, lim.TryAcquire(&p), "one still out fills a limit of 1")
-	ps[3].Success()
+	ps[3].Succeeded()
 	require.True(t, lim.TryAcquire(&p))
-	p.Ignore()
+	p.Ignored()
 }
 
 func TestAcquireWaitsForAFreeSlot(t *testing.T) {
@@ -170,10 +170,10 @@ func TestAcquireWaitsForAFreeSlot(t *testing.T) {
 		synctest.Wait()
 		require.Equal(t, 1, lim.Stats().Waiters)
 
-		held.Success()
+		held.Succeeded()
 		require.NoError(t, <-done)
 		require.Equal(t, time.Now(), p.Start())
-		p.Success()
+		p.Succeeded()
 	})
 }
 
@@ -188,7 +188,7 @@ func TestAcquireReturnsTheContextError(t *testing.T) {
 		require.Equal(t, context.DeadlineExceeded, err, "ctx.Err(), unwrapped")
 		require.Equal(t, time.Time{}, p.Start())
 		require.Equal(t, int64(1), lim.Stats().InFlight)
-		held.Ignore()
+		held.Ignored()
 	})
 }
 
@@ -209,7 +209,7 @@ func TestCloseFailsWaitersAndLaterAcquires(t *testing.T) {
 		var p adaptive.Permit
 		require.False(t, lim.TryAcquire(&p))
 		require.ErrorIs(t, lim.Acquire(context.Background(), &p), atomicsem.ErrClosed)
-		held.Success() // a permit out before Close may still end
+		held.Succeeded() // a permit out before Close may still end
 		st := lim.Stats()
 		require.True(t, st.Closed)
 		require.Equal(t, int64(0), st.InFlight)
@@ -220,7 +220,7 @@ func TestCloseFailsWaitersAndLaterAcquires(t *testing.T) {
 func TestPermitMisusePanicsAndChangesNothing(t *testing.T) {
 	lim := newLimiter(t, &recorder{}, 1, 10, 2)
 	var zero adaptive.Permit
-	for _, end := range []func(){zero.Success, zero.Dropped, zero.Ignore} {
+	for _, end := range []func(){zero.Succeeded, zero.Dropped, zero.Ignored} {
 		requirePanicPrefix(t, end)
 	}
 
@@ -230,16 +230,16 @@ func TestPermitMisusePanicsAndChangesNothing(t *testing.T) {
 	requirePanicPrefix(t, func() { _ = lim.Acquire(context.Background(), &p) })
 	require.Equal(t, int64(1), lim.Stats().InFlight, "acquiring into a live permit takes nothing")
 
-	p.Success()
-	requirePanicPrefix(t, p.Success)
+	p.Succeeded()
+	requirePanicPrefix(t, p.Succeeded)
 	requirePanicPrefix(t, p.Dropped)
 	st := lim.Stats()
-	require.Equal(t, uint64(1), st.Success)
+	require.Equal(t, uint64(1), st.Succeeded)
 	require.Equal(t, uint64(0), st.Dropped)
 	require.Equal(t, int64(0), st.InFlight)
 
 	require.True(t, lim.TryAcquire(&p), "an ended permit can be filled in again")
-	p.Ignore()
+	p.Ignored()
 }
 
 func requirePanicPrefix(t *testing.T, f func()) {

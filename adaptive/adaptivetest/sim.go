@@ -36,10 +36,19 @@ type Limiter interface {
 	Limit() int
 }
 
-// Request is an admitted request, ended exactly once.
+// Request is an admitted request, ended exactly once: Success for a
+// request that completed, Dropped for one that failed or timed out.
 type Request interface {
 	Success()
 	Dropped()
+}
+
+// Ignorer is a Request that can also end without a verdict on load, as
+// package adaptive's Permit.Ignored does. Run ends a request that its
+// client cancels (Phase.Cancel) with Ignored when the Request has it, and
+// otherwise with Dropped.
+type Ignorer interface {
+	Ignored()
 }
 
 // Adapt returns lim as a Limiter for Run. It allocates a Permit per
@@ -53,8 +62,15 @@ func (a limiter) TryAcquire() (Request, bool) {
 	if !a.l.TryAcquire(p) {
 		return nil, false
 	}
-	return p, true
+	return permit{p}, true
 }
+
+// permit is a Permit as a Request and an Ignorer.
+type permit struct{ p *adaptive.Permit }
+
+func (p permit) Success() { p.p.Succeeded() }
+func (p permit) Dropped() { p.p.Dropped() }
+func (p permit) Ignored() { p.p.Ignored() }
 
 func (a limiter) Limit() int { return int(a.l.Stats().Limit) }
 

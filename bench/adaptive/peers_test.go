@@ -46,7 +46,7 @@ func (a oursAdmitter) admitRecord() bool {
 	if !a.l.TryAcquire(&p) {
 		return false
 	}
-	p.Success()
+	p.Succeeded()
 	return true
 }
 
