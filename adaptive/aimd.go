@@ -1,7 +1,6 @@
 package adaptive
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -40,12 +39,14 @@ type AIMD struct {
 	win window
 }
 
-func (a *AIMD) check() error {
-	if a.Backoff != 0 && (a.Backoff < 0.5 || a.Backoff >= 1) {
-		return fmt.Errorf("AIMD.Backoff %v is outside [0.5, 1)", a.Backoff)
+// Validate returns an error wrapping ErrInvalidController if a field is
+// out of its range (NaN included), nil otherwise. New calls it.
+func (a *AIMD) Validate() error {
+	if a.Backoff != 0 && !(a.Backoff >= 0.5 && a.Backoff < 1) {
+		return invalid("AIMD.Backoff %v is outside [0.5, 1)", a.Backoff)
 	}
 	if a.Timeout < 0 {
-		return fmt.Errorf("AIMD.Timeout %v is negative", a.Timeout)
+		return invalid("AIMD.Timeout %v is negative", a.Timeout)
 	}
 	return nil
 }

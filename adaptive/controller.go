@@ -1,6 +1,9 @@
 package adaptive
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // A Controller decides the concurrency limit from the outcomes of finished
 // requests. AIMD, Vegas and Gradient2 are the controllers this package
@@ -37,10 +40,15 @@ type Sample struct {
 // End returns when the request ended: Start + RTT.
 func (s Sample) End() time.Time { return s.Start.Add(s.RTT) }
 
-// checker is implemented by the package's controllers, whose settings New
-// checks before it accepts them.
-type checker interface {
-	check() error
+// validator is implemented by the package's controllers (and may be by a
+// caller's), whose settings New checks before it accepts them.
+type validator interface {
+	Validate() error
+}
+
+// invalid returns an error wrapping ErrInvalidController with the reason.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidController}, args...)...)
 }
 
 // window gathers the samples a controller of this package decides on: the

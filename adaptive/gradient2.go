@@ -1,7 +1,6 @@
 package adaptive
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
@@ -82,16 +81,19 @@ type Gradient2 struct {
 	probe      probe
 }
 
-func (g *Gradient2) check() error {
+// Validate returns an error wrapping ErrInvalidController if a field is
+// out of its range (NaN and infinities included), nil otherwise. New
+// calls it.
+func (g *Gradient2) Validate() error {
 	switch {
-	case g.Tolerance != 0 && g.Tolerance < 1:
-		return fmt.Errorf("Gradient2.Tolerance %v is below 1", g.Tolerance)
-	case g.Smoothing < 0 || g.Smoothing > 1:
-		return fmt.Errorf("Gradient2.Smoothing %v is outside (0, 1]", g.Smoothing)
-	case g.Headroom < 0:
-		return fmt.Errorf("Gradient2.Headroom %v is negative", g.Headroom)
-	case g.ProbeInterval < 0:
-		return fmt.Errorf("Gradient2.ProbeInterval %v is negative", g.ProbeInterval)
+	case g.Tolerance != 0 && !(g.Tolerance >= 1 && !math.IsInf(g.Tolerance, 1)):
+		return invalid("Gradient2.Tolerance %v is outside [1, +Inf)", g.Tolerance)
+	case !(g.Smoothing >= 0 && g.Smoothing <= 1):
+		return invalid("Gradient2.Smoothing %v is outside (0, 1]", g.Smoothing)
+	case !(g.Headroom >= 0 && !math.IsInf(g.Headroom, 1)):
+		return invalid("Gradient2.Headroom %v is outside [0, +Inf)", g.Headroom)
+	case !(g.ProbeInterval >= 0 && !math.IsInf(g.ProbeInterval, 1)):
+		return invalid("Gradient2.ProbeInterval %v is outside [0, +Inf)", g.ProbeInterval)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +18,9 @@ var (
 	// the bounds are not 1 ≤ min ≤ initial ≤ max ≤ atomicsem.MaxPermits.
 	ErrInvalidLimits = errors.New("adaptive: invalid limits")
 	// ErrInvalidController is returned (wrapped, with the reason) by New
-	// when a controller of this package has a setting out of its range.
+	// and by the controllers' Validate methods when a controller has a
+	// setting out of its range. New also wraps it around the error of a
+	// caller's controller whose Validate method fails.
 	ErrInvalidController = errors.New("adaptive: invalid controller setting")
 )
 
@@ -99,8 +102,11 @@ func WithSemaphoreOptions(opts ...atomicsem.Option) Option {
 // Gradient2 with its default settings.
 //
 // New returns ErrInvalidLimits for bounds out of order and
-// ErrInvalidController for a controller of this package with a setting out
-// of its range.
+// ErrInvalidController for a controller with a setting out of its range:
+// New calls the controller's Validate method if it has one, as the
+// controllers of this package do. It is a run-time error to pass a nil
+// pointer as ctrl (a typed nil, such as (*AIMD)(nil)); the panic message
+// begins "adaptive: ".
 func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 	cfg := config{min: DefaultMinLimit, initial: DefaultInitialLimit, max: DefaultMaxLimit}
 	for _, opt := range opts {
@@ -113,9 +119,15 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 	if ctrl == nil {
 		ctrl = &Gradient2{}
 	}
-	if c, ok := ctrl.(checker); ok {
-		if err := c.check(); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidController, err)
+	if isNilPointer(ctrl) {
+		panic(fmt.Sprintf("adaptive: New: ctrl is a nil %T", ctrl))
+	}
+	if c, ok := ctrl.(validator); ok {
+		if err := c.Validate(); err != nil {
+			if !errors.Is(err, ErrInvalidController) {
+				err = fmt.Errorf("%w: %w", ErrInvalidController, err)
+			}
+			return nil, err
 		}
 	}
 	sem, err := atomicsem.New(cfg.initial, cfg.max, cfg.semOpts...)
@@ -142,9 +154,14 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 //
 // On failure Acquire leaves p as it was and the limiter unchanged, and
 // returns ctx.Err() if ctx is done first, atomicsem.ErrClosed after Close.
-// It is a run-time error to pass a Permit that is live; the panic message
-// begins "adaptive: ".
+// It is a run-time error to pass a Permit that is live, a nil Permit, a nil
+// ctx, or to call it on a nil Limiter; the panic message begins
+// "adaptive: " and names the argument.
 func (l *Limiter) Acquire(ctx context.Context, p *Permit) error {
+	if ctx == nil {
+		panic("adaptive: Limiter.Acquire: nil ctx")
+	}
+	l.mustExist()
 	p.mustBeFree()
 	var err error
 	if p.tok, err = l.sem.Acquire(ctx, 1); err != nil {
@@ -159,8 +176,9 @@ func (l *Limiter) Acquire(ctx context.Context, p *Permit) error {
 // caller must end p with Succeeded, Dropped or Ignored; on failure, the signal
 // to shed the request, p is left as it was. It fails while Acquire calls
 // wait, so as not to overtake them, and after Close. It is a run-time error
-// to pass a Permit that is live.
+// to pass a Permit that is live or nil, or to call it on a nil Limiter.
 func (l *Limiter) TryAcquire(p *Permit) bool {
+	l.mustExist()
 	p.mustBeFree()
 	var ok bool
 	if p.tok, ok = l.sem.TryAcquire(1); !ok {
@@ -169,6 +187,14 @@ func (l *Limiter) TryAcquire(p *Permit) bool {
 	}
 	l.admit(p)
 	return true
+}
+
+// mustExist panics if l is nil, naming the receiver, where a nil Limiter
+// would otherwise fail with a bare nil dereference.
+func (l *Limiter) mustExist() {
+	if l == nil {
+		panic("adaptive: nil *Limiter")
+	}
 }
 
 // admit fills in a permit whose token has just been acquired.
@@ -208,6 +234,13 @@ func (l *Limiter) ignore() {
 	l.mu.Lock()
 	l.ignored++
 	l.mu.Unlock()
+}
+
+// isNilPointer reports whether ctrl holds a nil pointer, on which Next
+// would fail at the first request instead of at New.
+func isNilPointer(ctrl Controller) bool {
+	v := reflect.ValueOf(ctrl)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // Stats is a snapshot of a Limiter, for metrics.

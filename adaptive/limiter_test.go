@@ -3,6 +3,10 @@ package adaptive_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -35,6 +39,26 @@ func TestNewRejectsBadSettings(t *testing.T) {
 		{"Gradient2 smoothing negative", &adaptive.Gradient2{Smoothing: -0.1}, nil, adaptive.ErrInvalidController},
 		{"Gradient2 negative headroom", &adaptive.Gradient2{Headroom: -1}, nil, adaptive.ErrInvalidController},
 		{"Gradient2 negative probe interval", &adaptive.Gradient2{ProbeInterval: -1}, nil, adaptive.ErrInvalidController},
+		{"AIMD backoff NaN", &adaptive.AIMD{Backoff: nan}, nil, adaptive.ErrInvalidController},
+		{"AIMD backoff +Inf", &adaptive.AIMD{Backoff: inf}, nil, adaptive.ErrInvalidController},
+		{"AIMD backoff -Inf", &adaptive.AIMD{Backoff: -inf}, nil, adaptive.ErrInvalidController},
+		{"Vegas smoothing NaN", &adaptive.Vegas{Smoothing: nan}, nil, adaptive.ErrInvalidController},
+		{"Vegas smoothing +Inf", &adaptive.Vegas{Smoothing: inf}, nil, adaptive.ErrInvalidController},
+		{"Vegas smoothing -Inf", &adaptive.Vegas{Smoothing: -inf}, nil, adaptive.ErrInvalidController},
+		{"Vegas negative beta", &adaptive.Vegas{Beta: -1}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 tolerance NaN", &adaptive.Gradient2{Tolerance: nan}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 tolerance +Inf", &adaptive.Gradient2{Tolerance: inf}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 tolerance -Inf", &adaptive.Gradient2{Tolerance: -inf}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 smoothing NaN", &adaptive.Gradient2{Smoothing: nan}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 smoothing above 1", &adaptive.Gradient2{Smoothing: 1.5}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 smoothing +Inf", &adaptive.Gradient2{Smoothing: inf}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 headroom NaN", &adaptive.Gradient2{Headroom: nan}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 headroom +Inf", &adaptive.Gradient2{Headroom: inf}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 headroom -Inf", &adaptive.Gradient2{Headroom: -inf}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 probe interval NaN", &adaptive.Gradient2{ProbeInterval: nan}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 probe interval +Inf", &adaptive.Gradient2{ProbeInterval: inf}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 probe interval -Inf", &adaptive.Gradient2{ProbeInterval: -inf}, nil, adaptive.ErrInvalidController},
+		{"a caller's controller that fails Validate", validating{errors.New("no")}, nil, adaptive.ErrInvalidController},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,8 +66,76 @@ func TestNewRejectsBadSettings(t *testing.T) {
 			require.ErrorIs(t, err, tt.want)
 			require.Nil(t, lim)
 			require.Contains(t, err.Error(), "adaptive: ")
+			switch c := tt.ctrl.(type) {
+			case *adaptive.AIMD, *adaptive.Vegas, *adaptive.Gradient2:
+				require.ErrorIs(t, c.(interface{ Validate() error }).Validate(), tt.want, "Validate agrees with New")
+			}
 		})
 	}
+	for _, ctrl := range []adaptive.Controller{
+		&adaptive.AIMD{}, &adaptive.AIMD{Backoff: 0.5, Timeout: time.Second},
+		&adaptive.Vegas{}, &adaptive.Vegas{Alpha: 2, Beta: 2, Smoothing: 1, ProbeMultiplier: 1},
+		&adaptive.Gradient2{}, &adaptive.Gradient2{Tolerance: 1, Smoothing: 1, Headroom: 0, ProbeInterval: 1},
+		validating{},
+	} {
+		lim, err := adaptive.New(ctrl)
+		require.NoError(t, err, "%#v", ctrl)
+		lim.Close()
+	}
+}
+
+var nan, inf = math.NaN(), math.Inf(1)
+
+// validating is a caller's Controller with a Validate method.
+type validating struct{ err error }
+
+func (v validating) Next(limit float64, _ adaptive.Sample) float64 { return limit }
+func (v validating) Validate() error                               { return v.err }
+
+// TestNilArgumentsPanicWithThePrefix enumerates the entry points that a
+// nil pointer or interface can reach, and checks that each panics at the
+// call with a message that begins "adaptive: " and names the argument.
+func TestNilArgumentsPanicWithThePrefix(t *testing.T) {
+	lim := newLimiter(t, &recorder{}, 1, 10, 1)
+	ok := http.NotFoundHandler()
+	tests := []struct {
+		name string
+		call func()
+		says string
+	}{
+		{"New with a nil *AIMD", func() { _, _ = adaptive.New((*adaptive.AIMD)(nil)) }, "ctrl"},
+		{"New with a nil *Vegas", func() { _, _ = adaptive.New((*adaptive.Vegas)(nil)) }, "ctrl"},
+		{"New with a nil *Gradient2", func() { _, _ = adaptive.New((*adaptive.Gradient2)(nil)) }, "ctrl"},
+		{"New with a caller's nil controller", func() { _, _ = adaptive.New((*recorder)(nil)) }, "ctrl"},
+		{"Acquire with a nil ctx", func() { _ = lim.Acquire(nil, new(adaptive.Permit)) }, "ctx"}, //nolint:staticcheck // the nil is the test
+		{"Acquire into a nil Permit", func() { _ = lim.Acquire(context.Background(), nil) }, "Permit"},
+		{"TryAcquire into a nil Permit", func() { lim.TryAcquire(nil) }, "Permit"},
+		{"Acquire on a nil Limiter", func() { _ = (*adaptive.Limiter)(nil).Acquire(context.Background(), new(adaptive.Permit)) }, "Limiter"},
+		{"TryAcquire on a nil Limiter", func() { (*adaptive.Limiter)(nil).TryAcquire(new(adaptive.Permit)) }, "Limiter"},
+		{"ending a nil Permit", func() { (*adaptive.Permit)(nil).Succeeded() }, "Permit"},
+		{"Handler with a nil lim", func() { adaptive.Handler(nil, ok) }, "lim"},
+		{"Handler with a nil next", func() { adaptive.Handler(lim, nil) }, "next"},
+		{"WithRejection with a nil handler", func() { adaptive.WithRejection(nil) }, "reject"},
+		{"WithClassifier with a nil function", func() { adaptive.WithClassifier(nil) }, "classify"},
+		{"Transport without a Limiter", func() {
+			_, _ = (&adaptive.Transport{}).RoundTrip(httptest.NewRequest("GET", "/", nil))
+		}, "Limiter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				require.NotNil(t, r, "no panic")
+				msg := fmt.Sprint(r)
+				require.Regexp(t, "^adaptive: ", msg)
+				require.Contains(t, msg, tt.says)
+			}()
+			tt.call()
+		})
+	}
+	st := lim.Stats()
+	require.Equal(t, int64(0), st.InFlight, "the panics changed nothing")
+	require.Equal(t, int64(1), st.Limit)
 }
 
 func TestNewStartsAtTheInitialLimit(t *testing.T) {
@@ -120,7 +212,7 @@ func TestControllerMovesTheSemaphoreLimitWithinBounds(t *testing.T) {
 		{"lower", 2, 2},
 		{"above max", 50, 10},
 		{"below min", 0.2, 2},
-		{"not a number", nan(), 4},
+		{"not a number", nan, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,8 +225,6 @@ func TestControllerMovesTheSemaphoreLimitWithinBounds(t *testing.T) {
 		})
 	}
 }
-
-func nan() float64 { zero := 0.0; return zero / zero }
 
 func TestLoweringTheLimitRevokesNothing(t *testing.T) {
 	ctrl := &fixed{limit: 1}

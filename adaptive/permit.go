@@ -84,6 +84,9 @@ func (p *Permit) end(dropped bool) {
 // take marks the permit ended and returns its limiter, or panics if the
 // permit was not live.
 func (p *Permit) take() *Limiter {
+	if p == nil {
+		panic(errNilPermit)
+	}
 	l := p.l
 	if l == nil {
 		panic(errEnded)
@@ -94,6 +97,9 @@ func (p *Permit) take() *Limiter {
 
 // mustBeFree panics if p is live: acquiring into it would lose its slot.
 func (p *Permit) mustBeFree() {
+	if p == nil {
+		panic(errNilPermit)
+	}
 	if p.l != nil {
 		panic(errLive)
 	}
@@ -105,8 +111,9 @@ type permitMisuse string
 func (m permitMisuse) Error() string { return string(m) }
 
 var (
-	errEnded error = permitMisuse("adaptive: ending a Permit that is not live (the zero Permit, or one already ended)")
-	errLive  error = permitMisuse("adaptive: acquiring into a live Permit")
+	errEnded     error = permitMisuse("adaptive: ending a Permit that is not live (the zero Permit, or one already ended)")
+	errLive      error = permitMisuse("adaptive: acquiring into a live Permit")
+	errNilPermit error = permitMisuse("adaptive: nil *Permit")
 )
 
 // Outcome is how a request ended, for Permit.End and the HTTP helpers.

@@ -1,7 +1,6 @@
 package adaptive
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -85,16 +84,18 @@ type Vegas struct {
 	seeded     bool
 }
 
-func (v *Vegas) check() error {
+// Validate returns an error wrapping ErrInvalidController if a field is
+// out of its range (NaN included), nil otherwise. New calls it.
+func (v *Vegas) Validate() error {
 	switch {
 	case v.Alpha < 0 || v.Beta < 0:
-		return fmt.Errorf("Vegas.Alpha %d and Beta %d must not be negative", v.Alpha, v.Beta)
+		return invalid("Vegas.Alpha %d and Beta %d must not be negative", v.Alpha, v.Beta)
 	case v.Alpha != 0 && v.Beta != 0 && v.Alpha > v.Beta:
-		return fmt.Errorf("Vegas.Alpha %d is above Beta %d", v.Alpha, v.Beta)
-	case v.Smoothing < 0 || v.Smoothing > 1:
-		return fmt.Errorf("Vegas.Smoothing %v is outside (0, 1]", v.Smoothing)
+		return invalid("Vegas.Alpha %d is above Beta %d", v.Alpha, v.Beta)
+	case !(v.Smoothing >= 0 && v.Smoothing <= 1):
+		return invalid("Vegas.Smoothing %v is outside (0, 1]", v.Smoothing)
 	case v.ProbeMultiplier < 0:
-		return fmt.Errorf("Vegas.ProbeMultiplier %d is negative", v.ProbeMultiplier)
+		return invalid("Vegas.ProbeMultiplier %d is negative", v.ProbeMultiplier)
 	}
 	return nil
 }
