@@ -22,6 +22,16 @@ import (
 // per round trip, so the limit does not double in the round trip it takes
 // the first queued request to report.
 //
+// Two rules come from TCP's congestion control rather than Netflix's. Until
+// the first congestion event, the limit doubles each window instead of
+// growing by one (TCP's slow start), so that a limit that starts far below
+// the capacity reaches it in a few round trips, not in as many round trips
+// as the capacity is large. A window in which every request was dropped,
+// nothing completing, takes the limit to its minimum at once (as TCP's
+// retransmission timeout takes the window to one segment): the service is
+// failing whatever the limit, and backing off by Backoff a window would
+// take dozens of windows, each as long as the requests take to fail.
+//
 // AIMD reacts only to drops and to RTTs above Timeout, so the limit it
 // settles at is where the service starts to fail or to exceed Timeout:
 // set Timeout a little above the latency that is acceptable.
@@ -36,7 +46,8 @@ type AIMD struct {
 	// none: only drops count.
 	Timeout time.Duration
 
-	win window
+	win       window
+	congested bool // whether a congestion event has ended the slow start
 }
 
 // Validate returns an error wrapping ErrInvalidController if a field is
@@ -53,17 +64,23 @@ func (a *AIMD) Validate() error {
 
 // Next implements Controller.
 func (a *AIMD) Next(limit float64, s Sample) float64 {
-	s, ok := a.win.add(limit, s)
+	w, ok := a.win.add(limit, s)
 	if !ok {
 		return limit
 	}
-	if s.Dropped || (a.Timeout > 0 && s.RTT > a.Timeout) {
+	switch {
+	case w.failed:
+		a.congested = true
+		return 1 // nothing completed: to the minimum, which the Limiter enforces
+	case w.dropped || (a.Timeout > 0 && w.rtt > a.Timeout):
+		a.congested = true
 		return limit * orDefault(a.Backoff, 0.9)
+	case float64(w.inFlight)*2 < limit:
+		return limit // application-limited
+	case !a.congested:
+		return limit * 2 // slow start
 	}
-	if float64(s.InFlight)*2 >= limit {
-		return limit + 1
-	}
-	return limit
+	return limit + 1
 }
 
 // orDefault returns v, or def when v is zero.

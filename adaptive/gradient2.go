@@ -74,8 +74,10 @@ type Gradient2 struct {
 	// of the limit; 0 means 100.
 	ProbeInterval float64
 
-	baseline   time.Duration // the probe's mean RTT; 0 before the first
+	baseline   time.Duration // the probe's mean RTT, or a lower window mean since
+	measured   bool          // whether baseline is known
 	last       time.Duration // the mean RTT of the last window
+	hasLast    bool          // whether last is known
 	sinceProbe float64       // samples since the last probe ended
 	win        window
 	probe      probe
@@ -104,27 +106,47 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 		return g.probeNext(s)
 	}
 	g.sinceProbe++
-	if g.baseline == 0 || g.sinceProbe >= orDefault(g.ProbeInterval, 100)*limit {
-		return g.probe.begin(limit, g.last, g.baseline, s.End())
+	switch {
+	case !g.measured && !s.Dropped && s.RTT == 0:
+		// An RTT the clock cannot resolve: no probe can measure less.
+		g.baseline, g.measured = 0, true
+	case !g.measured:
+		return g.probe.begin(limit, g.last, g.hasLast, g.baseline, false, s.End())
+	case g.sinceProbe >= orDefault(g.ProbeInterval, 100)*limit:
+		if g.hasLast && g.last <= g.baseline {
+			g.sinceProbe = 0 // the last window showed no queue: a probe would measure the same
+			break
+		}
+		return g.probe.begin(limit, g.last, g.hasLast, g.baseline, true, s.End())
 	}
 
-	s, ok := g.win.add(limit, s)
+	w, ok := g.win.add(limit, s)
 	if !ok {
 		return limit
 	}
+	if w.failed {
+		return 1 // nothing completed: to the minimum, which the Limiter enforces
+	}
 	gradient := 0.5 // a drop
-	if !s.Dropped {
-		if float64(s.InFlight)*2 < limit || s.RTT <= 0 {
+	if !w.dropped {
+		// A window faster than the baseline shows a service that got
+		// faster since the probe; a slower one is left to the next probe,
+		// which tells a slower service from a queue.
+		g.baseline = min(g.baseline, w.rtt)
+		if float64(w.inFlight)*2 < limit {
 			return limit // application-limited: the RTT says nothing about the limit
 		}
-		g.last = s.RTT
-		gradient = math.Max(0.5, math.Min(1, g.tolerance()*float64(g.baseline)/float64(s.RTT)))
+		g.last, g.hasLast = w.rtt, true
+		gradient = 1
+		if tolerated := g.tolerance() * float64(g.baseline); float64(w.rtt) > tolerated {
+			gradient = math.Max(0.5, tolerated/float64(w.rtt))
+		}
 	}
 	if gradient == 1 {
 		// Grow only while the RTT is in the lower half of the tolerated
 		// band, and hold in the upper half: growing up to the edge would
 		// overshoot it by the round trip the RTT takes to show a change.
-		if float64(s.RTT) <= (1+(g.tolerance()-1)/2)*float64(g.baseline) {
+		if float64(w.rtt) <= (1+(g.tolerance()-1)/2)*float64(g.baseline) {
 			return limit + orDefault(g.Headroom, 4)
 		}
 		return limit
@@ -135,13 +157,16 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 
 // probeNext takes a sample during a probe and returns the limit to use.
 func (g *Gradient2) probeNext(s Sample) float64 {
-	limit, baseline, done := g.probe.add(s)
+	limit, baseline, done, measured := g.probe.add(s)
 	if !done {
 		return limit
 	}
-	g.baseline = baseline
 	g.sinceProbe = 0
 	g.win.restart(s.End())
+	if !measured {
+		return 1 // a step completed nothing: as a window that did not
+	}
+	g.baseline, g.measured = baseline, true
 	// Go back to the limit before the probe if its RTT was within
 	// tolerance of the new baseline; else to the largest probed limit
 	// whose RTT was, and let the gradient raise it from there.
