@@ -53,35 +53,19 @@ func invalid(format string, args ...any) error {
 
 // window gathers the samples a controller of this package decides on: the
 // samples of requests admitted since the last decision, until there are half
-// a limit's worth (at least one, at most maxWindow) and their mean RTT is
-// known to within maxError. The package documentation says why the
-// controllers decide per window.
+// a limit's worth (at least one, at most maxWindow). The package
+// documentation says why the controllers decide per window.
 type window struct {
 	since   time.Time // requests admitted earlier are not counted
 	n       int
 	ok      int           // samples that are not drops
 	sum     time.Duration // of the RTTs of those
-	sumSq   float64       // of the squares of those RTTs, in seconds²
 	highest int64         // the largest InFlight
 }
 
-// maxWindow bounds the samples of a window whose RTTs agree, so that a
-// large limit still decides at least every maxWindow samples; maxImprecise
-// bounds those of a window whose RTTs never agree well enough (a
-// distribution whose variance does not settle), so that it decides at all.
-const (
-	maxWindow    = 100
-	maxImprecise = 100 * maxWindow
-)
-
-// maxError is the standard error, relative to the mean, within which a
-// window must know its mean RTT before it closes. Where RTTs vary widely
-// from one request to the next (a cache in front of a slow store, say), a
-// window of half a limit would give means that swing by more than the
-// controllers' bands, and each swing would move the limit; such a window
-// stays open until the mean is known this well, whatever its size. Where
-// RTTs agree, the condition holds at once and costs nothing.
-const maxError = 0.05
+// maxWindow bounds the samples of a window, so that a large limit still
+// decides at least every maxWindow samples.
+const maxWindow = 100
 
 // summary is what a complete window tells its controller.
 type summary struct {
@@ -102,9 +86,8 @@ func (w *window) add(limit float64, s Sample) (summary, bool) {
 	if !s.Dropped {
 		w.ok++
 		w.sum += s.RTT
-		w.sumSq += s.RTT.Seconds() * s.RTT.Seconds()
 	}
-	if float64(w.n) < min(maxWindow, max(1, limit/2)) || (!w.precise() && w.n < maxImprecise) {
+	if float64(w.n) < min(maxWindow, max(1, limit/2)) {
 		return summary{}, false
 	}
 	sum := summary{inFlight: w.highest, dropped: w.ok < w.n, failed: w.ok == 0}
@@ -113,24 +96,6 @@ func (w *window) add(limit float64, s Sample) (summary, bool) {
 	}
 	*w = window{since: s.End()}
 	return sum, true
-}
-
-// precise reports whether the window knows its mean RTT to within
-// maxError, or has too few RTTs to tell.
-func (w *window) precise() bool {
-	return precise(w.ok, w.sum, w.sumSq)
-}
-
-// precise reports whether n RTTs summing to sum, whose squares sum to
-// sumSq, give a mean whose standard error is at most maxError of it; true
-// for fewer than two.
-func precise(n int, sum time.Duration, sumSq float64) bool {
-	if n < 2 {
-		return true
-	}
-	mean := sum.Seconds() / float64(n)
-	variance := (sumSq - float64(n)*mean*mean) / float64(n-1)
-	return variance <= maxError*maxError*float64(n)*mean*mean
 }
 
 // restart empties the window and counts only requests admitted from t on.

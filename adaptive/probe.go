@@ -17,7 +17,10 @@ import (
 // baseline the controller had), or a step saw a drop, it takes another
 // step down: a limit that still queues gives a mean that falls with it,
 // and two steps that agree show the RTT that no queue changes. The
-// smallest mean of the steps is the measurement. The probe keeps the mean
+// smallest mean of the steps is the measurement. Drops count toward a
+// step's samples, so that a step ends however the requests do; a step in
+// which no request completed ends the probe without a measurement, as the
+// sign of a service that fails at any limit. The probe keeps the mean
 // RTT of every step, so that its controller can choose the limit to go
 // back to (see exit).
 //
@@ -34,7 +37,6 @@ type probe struct {
 	since     time.Time     // samples of requests admitted earlier are ignored
 	n, ok     int           // samples taken in this step, and those not dropped
 	sum       time.Duration // of the RTTs of those not dropped
-	sumSq     float64       // of their squares, in seconds²
 	best      time.Duration // the mean RTT of the previous step, or the baseline
 	hasBest   bool          // whether best is known
 	steps     []probeStep   // the finished steps that saw no drop
@@ -70,7 +72,7 @@ func (p *probe) begin(limit float64, before time.Duration, hasBefore bool, basel
 func (p *probe) step(limit float64, since time.Time) float64 {
 	p.limit = math.Max(1, limit)
 	p.since = since
-	p.n, p.ok, p.sum, p.sumSq = 0, 0, 0, 0
+	p.n, p.ok, p.sum = 0, 0, 0
 	return p.limit
 }
 
@@ -82,8 +84,7 @@ func (p *probe) step(limit float64, since time.Time) float64 {
 // requires p.active.
 //
 // A step counts its drops with its other samples, so that a service that
-// drops every request still ends each step; it closes, as a window does,
-// once its mean RTT is known to within maxError.
+// drops every request still ends each step.
 func (p *probe) add(s Sample) (limit float64, rtt time.Duration, done, measured bool) {
 	if s.Start.Before(p.since) {
 		return p.limit, 0, false, false // admitted before this step
@@ -92,9 +93,8 @@ func (p *probe) add(s Sample) (limit float64, rtt time.Duration, done, measured 
 	if !s.Dropped {
 		p.ok++
 		p.sum += s.RTT
-		p.sumSq += s.RTT.Seconds() * s.RTT.Seconds()
 	}
-	if float64(p.n) < math.Max(p.limit, 10) || (!precise(p.ok, p.sum, p.sumSq) && p.n < maxImprecise) {
+	if float64(p.n) < math.Max(p.limit, 10) {
 		return p.limit, 0, false, false
 	}
 	if p.ok == 0 {

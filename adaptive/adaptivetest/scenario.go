@@ -109,7 +109,7 @@ func Scenarios() []Scenario {
 			Criterion: "90 % of requests take 50 µs, 10 % 20 ms: the limit settles within ±25 % of capacity, within the first half of the run, and stays there",
 			Min:       MinLimit, Max: MaxLimit, Initial: Capacity,
 			Config: Config{ServiceTime: 50 * time.Microsecond, Timeout: 5 * ServiceTime, Tick: 50 * time.Microsecond, Phases: []Phase{
-				{Duration: 8 * time.Second, Capacity: Capacity, Offered: Offered, Slow: 0.1, SlowTime: ServiceTime},
+				{Duration: PhaseLength, Capacity: Capacity, Offered: Offered, Slow: 0.1, SlowTime: ServiceTime},
 			}},
 			judge: func(s Scenario, res, _ []PhaseResult) (string, bool) {
 				r := res[0]
