@@ -26,7 +26,10 @@ import (
 // the first congestion event, the limit doubles each window instead of
 // growing by one (TCP's slow start), so that a limit that starts far below
 // the capacity reaches it in a few round trips, not in as many round trips
-// as the capacity is large. A window in which every request was dropped,
+// as the capacity is large; the slow start also ends, without a backoff,
+// at the first window whose mean RTT exceeds the lowest of the slow start
+// by an eighth, as TCP CUBIC's HyStart ends it, so that the doubling stops
+// as a queue starts to form rather than once it is deep enough to drop. A window in which every request was dropped,
 // nothing completing, takes the limit to its minimum at once (as TCP's
 // retransmission timeout takes the window to one segment): the service is
 // failing whatever the limit, and backing off by Backoff a window would
@@ -47,7 +50,8 @@ type AIMD struct {
 	Timeout time.Duration
 
 	win       window
-	congested bool // whether a congestion event has ended the slow start
+	congested bool          // whether the slow start has ended
+	fastest   time.Duration // the lowest mean RTT of a window in the slow start
 }
 
 // Validate returns an error wrapping ErrInvalidController if a field is
@@ -77,7 +81,12 @@ func (a *AIMD) Next(limit float64, s Sample) float64 {
 		return limit * orDefault(a.Backoff, 0.9)
 	case float64(w.inFlight)*2 < limit:
 		return limit // application-limited
+	case !a.congested && a.fastest > 0 && w.rtt > a.fastest+a.fastest/8:
+		a.congested = true // the RTT has started to rise: the queue is forming
 	case !a.congested:
+		if a.fastest == 0 || w.rtt < a.fastest {
+			a.fastest = w.rtt
+		}
 		return limit * 2 // slow start
 	}
 	return limit + 1

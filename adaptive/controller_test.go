@@ -41,6 +41,16 @@ func TestAIMDSlowStartDoublesUntilCongestion(t *testing.T) {
 	require.Equal(t, 7.2, l, "the first congestion event backs off")
 	l, _ = feed(a, l, at, 4, 20*ms, 8, false)
 	require.Equal(t, 8.2, l, "and ends the slow start")
+
+	a = &adaptive.AIMD{Timeout: 50 * ms}
+	l, at = feed(a, 4, t0, 2, 20*ms, 4, false)
+	require.Equal(t, 8.0, l)
+	l, at = feed(a, l, at, 4, 22*ms, 8, false)
+	require.Equal(t, 16.0, l, "an RTT an eighth above the lowest or less: still doubling")
+	l, at = feed(a, l, at, 8, 23*ms, 16, false)
+	require.Equal(t, 17.0, l, "an RTT more than an eighth above the lowest ends the slow start: up by one")
+	l, _ = feed(a, l, at, 9, 20*ms, 17, false)
+	require.Equal(t, 18.0, l, "and by one from then on")
 }
 
 func TestAIMDDoesNotGrowAnUnusedLimit(t *testing.T) {

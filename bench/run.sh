@@ -12,8 +12,10 @@
 #   credit    package credit (BenchmarkCredit*)
 #   group     package group (BenchmarkGroup*)
 #   adaptive  package adaptive (BenchmarkAcquireRecord in bench/adaptive)
-#             beside failsafe-go and go-concurrency-limits, and the
-#             side-by-side simulation (results/adaptive-sim.txt)
+#             beside failsafe-go and go-concurrency-limits, the
+#             side-by-side simulation and failure scenarios
+#             (results/adaptive-sim.txt), and the plots docs/adaptive.md
+#             shows (docs/adaptive-follow.png, docs/adaptive-failure.png)
 #   etcdsem   the fleet semaphore against etcd's concurrency.Mutex, on an
 #             in-process etcd server (BenchmarkLimitOne in the etcdsem
 #             module)
@@ -187,17 +189,20 @@ for g in "${run[@]}"; do
 	echo "run.sh: wrote $RESULTS/$g.txt and $RESULTS/$g.benchstat.txt" >&2
 done
 
-# The adaptive group also writes the side-by-side simulation that
-# docs/adaptive.md quotes. It runs on a fake clock, so one run is exact and
-# takes seconds.
+# The adaptive group also writes the side-by-side simulation and failure
+# scenarios that docs/adaptive.md quotes, and draws its plots. They run on a
+# fake clock, so one run is exact and takes seconds.
 for g in "${run[@]}"; do
 	[ "$g" = adaptive ] || continue
 	{
-		echo "# adaptivetest.Evaluate, side by side (TestSimulationSideBySide -adaptive.long in bench/adaptive)"
+		echo "# adaptivetest.Evaluate and adaptivetest.Scenarios, side by side (TestSimulationSideBySide -adaptive.long and TestFailureScenariosSideBySide in bench/adaptive)"
 		header "$g" | sed -n 2,3p
 		echo
-		(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^TestSimulationSideBySide$' -test.v -adaptive.long) |
+		(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^(TestSimulationSideBySide|TestFailureScenariosSideBySide)$' -test.v -adaptive.long) |
 			sed -n 's/^        //p'
 	} >"$RESULTS/adaptive-sim.txt"
 	echo "run.sh: wrote $RESULTS/adaptive-sim.txt" >&2
+	(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^TestPlot' \
+		-adaptive.plot ../../docs/adaptive-follow.png -adaptive.failureplot ../../docs/adaptive-failure.png) >/dev/null
+	echo "run.sh: wrote docs/adaptive-follow.png and docs/adaptive-failure.png" >&2
 done
