@@ -107,7 +107,10 @@ func TestNilArgumentsPanicWithThePrefix(t *testing.T) {
 		{"New with a nil *Vegas", func() { _, _ = adaptive.New((*adaptive.Vegas)(nil)) }, "ctrl"},
 		{"New with a nil *Gradient2", func() { _, _ = adaptive.New((*adaptive.Gradient2)(nil)) }, "ctrl"},
 		{"New with a caller's nil controller", func() { _, _ = adaptive.New((*recorder)(nil)) }, "ctrl"},
-		{"Acquire with a nil ctx", func() { _ = lim.Acquire(nil, new(adaptive.Permit)) }, "ctx"}, //nolint:staticcheck // the nil is the test
+		{"Acquire with a nil ctx", func() {
+			//lint:ignore SA1012 the nil is the test
+			_ = lim.Acquire(nil, new(adaptive.Permit))
+		}, "ctx"},
 		{"Acquire into a nil Permit", func() { _ = lim.Acquire(context.Background(), nil) }, "Permit"},
 		{"TryAcquire into a nil Permit", func() { lim.TryAcquire(nil) }, "Permit"},
 		{"Acquire on a nil Limiter", func() { _ = (*adaptive.Limiter)(nil).Acquire(context.Background(), new(adaptive.Permit)) }, "Limiter"},

@@ -41,6 +41,7 @@ func TestFailureScenarios(t *testing.T) {
 	for _, sc := range adaptivetest.Scenarios() {
 		for _, c := range ctrls {
 			t.Run(sc.Name+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
 				synctest.Test(t, func(t *testing.T) {
 					v := sc.Run(func(min, max, initial int) adaptivetest.Limiter {
 						return adaptivetest.Adapt(newLimiter(t, c.ctrl(), int64(min), int64(max), int64(initial)))

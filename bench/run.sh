@@ -202,7 +202,11 @@ for g in "${run[@]}"; do
 			sed -n 's/^        //p'
 	} >"$RESULTS/adaptive-sim.txt"
 	echo "run.sh: wrote $RESULTS/adaptive-sim.txt" >&2
+	# The plots go to docs/, or beside the results when RESULTS names
+	# another directory.
+	plots=$PWD/../docs
+	[ "$RESULTS" = results ] || plots=$(cd "$RESULTS" && pwd)
 	(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^TestPlot' \
-		-adaptive.plot ../../docs/adaptive-follow.png -adaptive.failureplot ../../docs/adaptive-failure.png) >/dev/null
-	echo "run.sh: wrote docs/adaptive-follow.png and docs/adaptive-failure.png" >&2
+		-adaptive.plot "$plots/adaptive-follow.png" -adaptive.failureplot "$plots/adaptive-failure.png") >/dev/null
+	echo "run.sh: wrote $plots/adaptive-follow.png and $plots/adaptive-failure.png" >&2
 done

@@ -88,7 +88,7 @@ func Scenarios() []Scenario {
 			Criterion: "every request takes no measurable time, nothing queues: the limit never falls, and grows to its maximum",
 			Min:       MinLimit, Max: MaxLimit, Initial: Capacity,
 			Config: Config{ServiceTime: ServiceTime, Tick: 10 * time.Millisecond, Phases: []Phase{
-				{Duration: 5 * time.Second, Capacity: MaxLimit, Offered: 1, Fault: Instant},
+				{Duration: 3 * time.Second, Capacity: MaxLimit, Offered: 1, Fault: Instant},
 			}},
 			judge: func(s Scenario, res, _ []PhaseResult) (string, bool) {
 				r := res[0]

@@ -16,7 +16,15 @@ import (
 // reports: which pass each criterion, and the figures judged. It checks
 // the claim of the comparison: package adaptive's Gradient2, its default
 // controller, passes at least as many scenarios as any other limiter.
+//
+// It is a report of other libraries' behaviour, whose run under the race
+// detector would find nothing of this repository's that package adaptive's
+// TestFailureScenarios does not, at several times the cost: it runs
+// without -race only.
 func TestFailureScenariosSideBySide(t *testing.T) {
+	if raceBuild {
+		t.Skip("a report of the peers; package adaptive's TestFailureScenarios runs this package's controllers under -race")
+	}
 	scenarios := adaptivetest.Scenarios()
 	verdicts := map[string]map[string]adaptivetest.Verdict{} // scenario, limiter
 	for _, sc := range scenarios {
