@@ -2,6 +2,8 @@ package adaptive_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -69,4 +71,16 @@ func TestFastPathDoesNotAllocate(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestHandlerAllocatesOnlyItsWriter checks that Handler's cost in heap is
+// the one writer it hands to next, whatever optional interfaces that
+// writer has: the Permit stays on the stack.
+func TestHandlerAllocatesOnlyItsWriter(t *testing.T) {
+	lim := newLimiter(t, &adaptive.AIMD{}, 1, 10, 5)
+	h := adaptive.Handler(lim, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest("GET", "/", nil)
+	require.Equal(t, 1.0, testing.AllocsPerRun(1000, func() { h.ServeHTTP(w, r) }))
+	require.Equal(t, uint64(1001), lim.Stats().Succeeded)
 }

@@ -79,14 +79,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reject.ServeHTTP(w, r)
 		return
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	ww, sw := newWriter(w)
 	ended := false
 	defer func() {
 		if !ended {
 			p.Ignored() // next panicked: no verdict on load
 		}
 	}()
-	h.next.ServeHTTP(sw.wrap(), r)
+	h.next.ServeHTTP(ww, r)
 	status := sw.status
 	if status == 0 {
 		status = http.StatusOK
