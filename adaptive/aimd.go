@@ -1,7 +1,6 @@
 package adaptive
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -23,6 +22,19 @@ import (
 // per round trip, so the limit does not double in the round trip it takes
 // the first queued request to report.
 //
+// Two rules come from TCP's congestion control rather than Netflix's. Until
+// the first congestion event, the limit doubles each window instead of
+// growing by one (TCP's slow start), so that a limit that starts far below
+// the capacity reaches it in a few round trips, not in as many round trips
+// as the capacity is large; the slow start also ends, without a backoff,
+// at the first window whose mean RTT exceeds the lowest of the slow start
+// by an eighth, as TCP CUBIC's HyStart ends it, so that the doubling stops
+// as a queue starts to form rather than once it is deep enough to drop. A window in which every request was dropped,
+// nothing completing, takes the limit to its minimum at once (as TCP's
+// retransmission timeout takes the window to one segment): the service is
+// failing whatever the limit, and backing off by Backoff a window would
+// take dozens of windows, each as long as the requests take to fail.
+//
 // AIMD reacts only to drops and to RTTs above Timeout, so the limit it
 // settles at is where the service starts to fail or to exceed Timeout:
 // set Timeout a little above the latency that is acceptable.
@@ -37,32 +49,47 @@ type AIMD struct {
 	// none: only drops count.
 	Timeout time.Duration
 
-	win window
+	win       window
+	congested bool          // whether the slow start has ended
+	fastest   time.Duration // the lowest mean RTT of a window in the slow start
 }
 
-func (a *AIMD) check() error {
-	if a.Backoff != 0 && (a.Backoff < 0.5 || a.Backoff >= 1) {
-		return fmt.Errorf("AIMD.Backoff %v is outside [0.5, 1)", a.Backoff)
+// Validate returns an error wrapping ErrInvalidController if a field is
+// out of its range (NaN included), nil otherwise. New calls it.
+func (a *AIMD) Validate() error {
+	if a.Backoff != 0 && !(a.Backoff >= 0.5 && a.Backoff < 1) {
+		return invalid("AIMD.Backoff %v is outside [0.5, 1)", a.Backoff)
 	}
 	if a.Timeout < 0 {
-		return fmt.Errorf("AIMD.Timeout %v is negative", a.Timeout)
+		return invalid("AIMD.Timeout %v is negative", a.Timeout)
 	}
 	return nil
 }
 
 // Next implements Controller.
 func (a *AIMD) Next(limit float64, s Sample) float64 {
-	s, ok := a.win.add(limit, s)
+	w, ok := a.win.add(limit, s)
 	if !ok {
 		return limit
 	}
-	if s.Dropped || (a.Timeout > 0 && s.RTT > a.Timeout) {
+	switch {
+	case w.failed:
+		a.congested = true
+		return 1 // nothing completed: to the minimum, which the Limiter enforces
+	case w.dropped || (a.Timeout > 0 && w.rtt > a.Timeout):
+		a.congested = true
 		return limit * orDefault(a.Backoff, 0.9)
+	case float64(w.inFlight)*2 < limit:
+		return limit // application-limited
+	case !a.congested && a.fastest > 0 && w.rtt > a.fastest+a.fastest/8:
+		a.congested = true // the RTT has started to rise: the queue is forming
+	case !a.congested:
+		if a.fastest == 0 || w.rtt < a.fastest {
+			a.fastest = w.rtt
+		}
+		return limit * 2 // slow start
 	}
-	if float64(s.InFlight)*2 >= limit {
-		return limit + 1
-	}
-	return limit
+	return limit + 1
 }
 
 // orDefault returns v, or def when v is zero.

@@ -2,6 +2,8 @@ package adaptive_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,11 +27,11 @@ func TestFastPathDoesNotAllocate(t *testing.T) {
 		name string
 		op   func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit)
 	}{
-		{"TryAcquire+Success", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
+		{"TryAcquire+Succeeded", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
 			if !lim.TryAcquire(p) {
 				t.Fatal("TryAcquire failed")
 			}
-			p.Success()
+			p.Succeeded()
 		}},
 		{"TryAcquire+Dropped", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
 			if !lim.TryAcquire(p) {
@@ -37,11 +39,11 @@ func TestFastPathDoesNotAllocate(t *testing.T) {
 			}
 			p.Dropped()
 		}},
-		{"Acquire+Ignore", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
+		{"Acquire+Ignored", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
 			if err := lim.Acquire(context.Background(), p); err != nil {
 				t.Fatal(err)
 			}
-			p.Ignore()
+			p.Ignored()
 		}},
 		{"TryAcquire refused", func(t *testing.T, lim *adaptive.Limiter, p *adaptive.Permit) {
 			var q adaptive.Permit
@@ -51,7 +53,7 @@ func TestFastPathDoesNotAllocate(t *testing.T) {
 			if lim.TryAcquire(&q) {
 				t.Fatal("TryAcquire admitted a second request under a limit of 1")
 			}
-			p.Ignore()
+			p.Ignored()
 		}},
 	}
 	for _, c := range ctrls {
@@ -69,4 +71,16 @@ func TestFastPathDoesNotAllocate(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestHandlerAllocatesOnlyItsWriter checks that Handler's cost in heap is
+// the one writer it hands to next, whatever optional interfaces that
+// writer has: the Permit stays on the stack.
+func TestHandlerAllocatesOnlyItsWriter(t *testing.T) {
+	lim := newLimiter(t, &adaptive.AIMD{}, 1, 10, 5)
+	h := adaptive.Handler(lim, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest("GET", "/", nil)
+	require.Equal(t, 1.0, testing.AllocsPerRun(1000, func() { h.ServeHTTP(w, r) }))
+	require.Equal(t, uint64(1001), lim.Stats().Succeeded)
 }

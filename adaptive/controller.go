@@ -1,13 +1,16 @@
 package adaptive
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // A Controller decides the concurrency limit from the outcomes of finished
 // requests. AIMD, Vegas and Gradient2 are the controllers this package
 // provides; any type with a Next method can be one.
 //
-// A Limiter calls Next once for every request that ends in Success or
-// Dropped (never for Ignore), with its lock held, so an implementation needs
+// A Limiter calls Next once for every request that ends in Succeeded or
+// Dropped (never for Ignored), with its lock held, so an implementation needs
 // no locking of its own as long as it is used by one Limiter only.
 type Controller interface {
 	// Next returns the limit to use after sample s, given the current limit.
@@ -37,10 +40,15 @@ type Sample struct {
 // End returns when the request ended: Start + RTT.
 func (s Sample) End() time.Time { return s.Start.Add(s.RTT) }
 
-// checker is implemented by the package's controllers, whose settings New
-// checks before it accepts them.
-type checker interface {
-	check() error
+// validator is implemented by the package's controllers (and may be by a
+// caller's), whose settings New checks before it accepts them.
+type validator interface {
+	Validate() error
+}
+
+// invalid returns an error wrapping ErrInvalidController with the reason.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidController}, args...)...)
 }
 
 // window gathers the samples a controller of this package decides on: the
@@ -53,35 +61,38 @@ type window struct {
 	ok      int           // samples that are not drops
 	sum     time.Duration // of the RTTs of those
 	highest int64         // the largest InFlight
-	dropped bool
 }
 
 // maxWindow bounds the samples of a window, so that a large limit still
 // decides at least every maxWindow samples.
 const maxWindow = 100
 
+// summary is what a complete window tells its controller.
+type summary struct {
+	rtt      time.Duration // the mean RTT of the samples that are not drops; 0 when all are
+	inFlight int64         // the largest InFlight
+	dropped  bool          // whether any sample was a drop
+	failed   bool          // whether every sample was: nothing completed
+}
+
 // add counts s and reports whether the window is now complete, returning
-// the sample it sums up: the mean RTT of its samples that are not drops (0
-// when all are), the largest InFlight, Dropped if any was, and Start the
-// window's start. A complete window starts the next at the end of s.
-func (w *window) add(limit float64, s Sample) (Sample, bool) {
+// its summary. A complete window starts the next at the end of s.
+func (w *window) add(limit float64, s Sample) (summary, bool) {
 	if s.Start.Before(w.since) {
-		return Sample{}, false
+		return summary{}, false
 	}
 	w.n++
 	w.highest = max(w.highest, s.InFlight)
-	if s.Dropped {
-		w.dropped = true
-	} else {
+	if !s.Dropped {
 		w.ok++
 		w.sum += s.RTT
 	}
 	if float64(w.n) < min(maxWindow, max(1, limit/2)) {
-		return Sample{}, false
+		return summary{}, false
 	}
-	sum := Sample{Start: w.since, InFlight: w.highest, Dropped: w.dropped}
+	sum := summary{inFlight: w.highest, dropped: w.ok < w.n, failed: w.ok == 0}
 	if w.ok > 0 {
-		sum.RTT = w.sum / time.Duration(w.ok)
+		sum.rtt = w.sum / time.Duration(w.ok)
 	}
 	*w = window{since: s.End()}
 	return sum, true

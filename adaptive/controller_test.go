@@ -16,13 +16,41 @@ const ms = time.Millisecond
 
 func TestAIMDGrowsByOnePerWindow(t *testing.T) {
 	a := &adaptive.AIMD{Timeout: 50 * ms}
-	// A limit of 10 decides every 5 samples.
-	l, at := feed(a, 10, t0, 4, 20*ms, 10, false)
-	require.Equal(t, 10.0, l, "no decision before the window is full")
-	l, at = feed(a, l, at, 1, 20*ms, 10, false)
-	require.Equal(t, 11.0, l)
-	l, _ = feed(a, l, at, 6, 20*ms, 11, false)
-	require.Equal(t, 12.0, l)
+	// A congestion event ends the slow start: a limit of 20 decides every
+	// 10 samples, and RTTs above the timeout back off to 18.
+	l, at := feed(a, 20, t0, 10, 60*ms, 20, false)
+	require.Equal(t, 18.0, l)
+	// A limit of 18 decides every 9 samples.
+	l, at = feed(a, l, at, 8, 20*ms, 18, false)
+	require.Equal(t, 18.0, l, "no decision before the window is full")
+	l, at = feed(a, l, at, 1, 20*ms, 18, false)
+	require.Equal(t, 19.0, l)
+	l, _ = feed(a, l, at, 10, 20*ms, 19, false)
+	require.Equal(t, 20.0, l)
+}
+
+func TestAIMDSlowStartDoublesUntilCongestion(t *testing.T) {
+	a := &adaptive.AIMD{Timeout: 50 * ms}
+	l, at := feed(a, 1, t0, 1, 20*ms, 1, false)
+	require.Equal(t, 2.0, l)
+	l, at = feed(a, l, at, 1, 20*ms, 2, false)
+	require.Equal(t, 4.0, l)
+	l, at = feed(a, l, at, 2, 20*ms, 4, false)
+	require.Equal(t, 8.0, l)
+	l, at = feed(a, l, at, 4, 60*ms, 8, false)
+	require.Equal(t, 7.2, l, "the first congestion event backs off")
+	l, _ = feed(a, l, at, 4, 20*ms, 8, false)
+	require.Equal(t, 8.2, l, "and ends the slow start")
+
+	a = &adaptive.AIMD{Timeout: 50 * ms}
+	l, at = feed(a, 4, t0, 2, 20*ms, 4, false)
+	require.Equal(t, 8.0, l)
+	l, at = feed(a, l, at, 4, 22*ms, 8, false)
+	require.Equal(t, 16.0, l, "an RTT an eighth above the lowest or less: still doubling")
+	l, at = feed(a, l, at, 8, 23*ms, 16, false)
+	require.Equal(t, 17.0, l, "an RTT more than an eighth above the lowest ends the slow start: up by one")
+	l, _ = feed(a, l, at, 9, 20*ms, 17, false)
+	require.Equal(t, 18.0, l, "and by one from then on")
 }
 
 func TestAIMDDoesNotGrowAnUnusedLimit(t *testing.T) {
@@ -42,15 +70,73 @@ func TestAIMDBacksOffOncePerCongestionEvent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := &adaptive.AIMD{Timeout: 50 * ms, Backoff: 0.5}
-			// 100 requests admitted together all fail: one event.
+			// 100 requests admitted together fail, every other one with
+			// a drop: one event.
 			l := 100.0
-			for range 100 {
-				l = a.Next(l, adaptive.Sample{Start: t0, RTT: tt.rtt, InFlight: 100, Dropped: tt.dropped})
+			for i := range 100 {
+				l = a.Next(l, adaptive.Sample{Start: t0, RTT: tt.rtt, InFlight: 100, Dropped: tt.dropped && i%2 == 0})
 			}
 			require.Equal(t, 50.0, l)
 			// Requests admitted after the backoff that fail again are news.
-			l, _ = feed(a, l, t0.Add(time.Second), 25, tt.rtt, 50, tt.dropped)
+			l, at := feed(a, l, t0.Add(time.Second), 24, tt.rtt, 50, false)
+			l, _ = feed(a, l, at, 1, tt.rtt, 50, tt.dropped)
 			require.Equal(t, 25.0, l)
+		})
+	}
+}
+
+// TestControllersGoToTheMinimumWhenNothingCompletes feeds each controller,
+// settled, a window of drops only, as a service that fails every request
+// gives: each goes to the minimum at once (1, which the Limiter raises to
+// its own minimum), and so does a probe whose step completes nothing.
+func TestControllersGoToTheMinimumWhenNothingCompletes(t *testing.T) {
+	t.Run("AIMD", func(t *testing.T) {
+		l, _ := feed(&adaptive.AIMD{}, 100, t0, 50, ms, 100, true)
+		require.Equal(t, 1.0, l)
+	})
+	for _, c := range []struct {
+		name string
+		ctrl func() adaptive.Controller
+	}{
+		{"Vegas", func() adaptive.Controller { return &adaptive.Vegas{ProbeMultiplier: 1000} }},
+		{"Gradient2", func() adaptive.Controller { return &adaptive.Gradient2{} }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctrl := c.ctrl()
+			l, at := firstProbe(t, ctrl)
+			l, _ = feed(ctrl, l, at, 38, ms, 75, true)
+			require.Equal(t, 1.0, l, "a window of drops")
+		})
+		t.Run(c.name+"/in a probe", func(t *testing.T) {
+			ctrl := c.ctrl()
+			l := ctrl.Next(100, adaptive.Sample{Start: t0, RTT: 20 * ms, InFlight: 100})
+			require.Equal(t, 75.0, l, "a probe begins")
+			l, _ = feed(ctrl, l, t0.Add(20*ms), 75, 100*ms, 75, true)
+			require.Equal(t, 1.0, l, "a step of drops ends the probe at the minimum")
+		})
+	}
+}
+
+// TestControllersHoldAnRTTTheClockCannotResolve feeds each delay-based
+// controller samples of RTT 0 from the start, as a service faster than the
+// clock gives: the limit never falls, and grows while it is used.
+func TestControllersHoldAnRTTTheClockCannotResolve(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ctrl adaptive.Controller
+	}{
+		{"Vegas", &adaptive.Vegas{}},
+		{"Gradient2", &adaptive.Gradient2{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, at := 100.0, t0
+			for range 20000 {
+				next := c.ctrl.Next(l, adaptive.Sample{Start: at, RTT: 0, InFlight: int64(l)})
+				require.GreaterOrEqual(t, next, l)
+				l = next
+				at = at.Add(ms)
+			}
+			require.Greater(t, l, 500.0, "grows")
 		})
 	}
 }
@@ -88,14 +174,15 @@ func TestVegasStepsByTheQueueItEstimates(t *testing.T) {
 		{"queue 4, below alpha: up by log10", 21 * ms, 100, false, 102},
 		{"queue 9, between alpha and beta: hold", 22 * ms, 100, false, 100},
 		{"queue 17, above beta: down by log10", 24 * ms, 100, false, 98},
-		{"a drop: down by log10", 20 * ms, 100, true, 98},
+		{"a drop among completions: down by log10", 20 * ms, 100, true, 98},
 		{"application-limited: hold", 20 * ms, 40, false, 100},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := &adaptive.Vegas{ProbeMultiplier: 1000}
 			at := settledVegas(t, v)
-			l, _ := feed(v, 100, at, 50, tt.rtt, tt.inFlight, tt.dropped)
+			l, at := feed(v, 100, at, 49, tt.rtt, tt.inFlight, false)
+			l, _ = feed(v, l, at, 1, tt.rtt, tt.inFlight, tt.dropped)
 			require.Equal(t, tt.want, l)
 		})
 	}
@@ -195,13 +282,14 @@ func TestGradient2FollowsTheRTTAgainstItsBaseline(t *testing.T) {
 		{"upper half of the tolerated band: hold", 22 * ms, 75, false, 75},
 		{"beyond the band: down by half the excess", 33 * ms, 75, false, 75 * (0.5 + 0.5*22.0/33)},
 		{"far beyond: gradient clamped at 0.5", 200 * ms, 75, false, 75 * 0.75},
-		{"a drop: gradient 0.5", 20 * ms, 75, true, 75 * 0.75},
+		{"a drop among completions: gradient 0.5", 20 * ms, 75, true, 75 * 0.75},
 		{"application-limited: hold", 60 * ms, 30, false, 75},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g, l, at := settledGradient2(t)
-			l, _ = feed(g, l, at, 38, tt.rtt, tt.inFlight, tt.dropped)
+			l, at = feed(g, l, at, 37, tt.rtt, tt.inFlight, false)
+			l, _ = feed(g, l, at, 1, tt.rtt, tt.inFlight, tt.dropped)
 			require.InDelta(t, tt.want, l, 1e-9)
 		})
 	}

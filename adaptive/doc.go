@@ -6,8 +6,9 @@
 //
 // A request takes a Permit from the Limiter, waiting for one with Acquire
 // or shedding the request when TryAcquire finds none free, and ends it with
-// Success, Dropped or Ignore. Success and Dropped are samples: the round
-// trip time (RTT) measured from the acquire, the number of requests then in
+// Succeeded, Dropped or Ignored (the Outcome constants of the same names
+// name them for End). Succeeded and Dropped are samples: the round trip
+// time (RTT) measured from the acquire, the number of requests then in
 // flight, and whether the request was dropped (a timeout, an overload
 // error, a 429 or 503 from downstream). The Controller turns the samples
 // into the next limit, which the Limiter keeps within [min, max] and
@@ -62,6 +63,36 @@
 // Handler sheds the requests a server cannot take with 503 Service
 // Unavailable, and Transport limits a client's requests to a server,
 // backing off when the server answers 429 or 503 or times out.
+//
+// # Outcomes
+//
+// How a request that a transport's limiter admitted ends, by default, in
+// the order the rules are tried (the first that matches decides):
+//
+//	what happened                        Handler (server)  Transport (client)  gRPC interceptors
+//	the server's deadline passed         Dropped           Dropped             Dropped (DeadlineExceeded)
+//	  (the request context's deadline;
+//	  http.TimeoutHandler's)
+//	the client went away (the request    Ignored           Ignored             Ignored (Canceled)
+//	  context cancelled, not timed out)
+//	an overload answer                   Dropped           Dropped             Dropped
+//	  429, 503, 504;                       (status)          (status)            (ResourceExhausted,
+//	  ResourceExhausted, Unavailable                                             Unavailable)
+//	any other error of the round trip    -                 Dropped             -
+//	  (a network timeout, a refused or
+//	  reset connection)
+//	any other answer, 4xx and 5xx        Succeeded         Succeeded           Succeeded
+//	  included, or none (a 200)
+//	the handler panicked                 Ignored           -                   -
+//
+// Any other status is a sample of the service's latency: the server did the
+// request's work, and an error says nothing about load. Handler's rule is
+// ClassifyServer and Transport's ClassifyClient; WithClassifier and
+// Transport.Classify replace them with a function of the caller's, which
+// may call them for the cases it leaves alone. A Transport ends the permit
+// of a 101 Switching Protocols response at once, as the end of the
+// upgrade's round trip. The gRPC interceptors, in a module of their own,
+// shed with ResourceExhausted.
 //
 // # Observability
 //

@@ -24,10 +24,10 @@ func ExampleLimiter_TryAcquire() {
 
 	var a, b, c adaptive.Permit
 	fmt.Println(lim.TryAcquire(&a), lim.TryAcquire(&b), lim.TryAcquire(&c))
-	a.Success() // completed: its round trip is a sample
-	b.Dropped() // timed out: a sign of overload
+	a.Succeeded() // completed: its round trip is a sample
+	b.Dropped()   // timed out: a sign of overload
 	st := lim.Stats()
-	fmt.Printf("in flight %d, success %d, dropped %d, rejected %d\n", st.InFlight, st.Success, st.Dropped, st.Rejected)
+	fmt.Printf("in flight %d, success %d, dropped %d, rejected %d\n", st.InFlight, st.Succeeded, st.Dropped, st.Rejected)
 	// Output:
 	// true true false
 	// in flight 0, success 1, dropped 1, rejected 1
@@ -43,14 +43,14 @@ func ExampleLimiter_Acquire() {
 	_ = lim.Acquire(context.Background(), &first)
 	go func() {
 		time.Sleep(10 * time.Millisecond)
-		first.Success()
+		first.Succeeded()
 	}()
 	var second adaptive.Permit
 	if err := lim.Acquire(context.Background(), &second); err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer second.Success()
+	defer second.Succeeded()
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
@@ -69,10 +69,10 @@ func ExampleLimiter_Stats() {
 
 	var p adaptive.Permit
 	lim.TryAcquire(&p)
-	p.Ignore()
+	p.Ignored()
 	fmt.Println(expvar.Get("api_limiter").String())
 	// Output:
-	// {"Limit":20,"InFlight":0,"Waiters":0,"LastRTT":0,"Success":0,"Dropped":0,"Ignored":1,"Rejected":0,"Closed":false}
+	// {"Limit":20,"InFlight":0,"Waiters":0,"LastRTT":0,"Succeeded":0,"Success":0,"Dropped":0,"Ignored":1,"Rejected":0,"Closed":false}
 }
 
 // An adaptive limit for an HTTP server: requests past the limit get 503
@@ -94,7 +94,7 @@ func ExampleHandler() {
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	srv.Client().CloseIdleConnections()
-	fmt.Println(resp.StatusCode, string(body), lim.Stats().Success)
+	fmt.Println(resp.StatusCode, string(body), lim.Stats().Succeeded)
 	// Output:
 	// 200 hello 1
 }
@@ -147,7 +147,7 @@ func ExampleController() {
 		if drop {
 			p.Dropped()
 		} else {
-			p.Success()
+			p.Succeeded()
 		}
 		fmt.Print(lim.Stats().Limit, " ")
 	}

@@ -1,7 +1,6 @@
 package adaptive
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
@@ -75,23 +74,28 @@ type Gradient2 struct {
 	// of the limit; 0 means 100.
 	ProbeInterval float64
 
-	baseline   time.Duration // the probe's mean RTT; 0 before the first
+	baseline   time.Duration // the probe's mean RTT, or a lower window mean since
+	measured   bool          // whether baseline is known
 	last       time.Duration // the mean RTT of the last window
+	hasLast    bool          // whether last is known
 	sinceProbe float64       // samples since the last probe ended
 	win        window
 	probe      probe
 }
 
-func (g *Gradient2) check() error {
+// Validate returns an error wrapping ErrInvalidController if a field is
+// out of its range (NaN and infinities included), nil otherwise. New
+// calls it.
+func (g *Gradient2) Validate() error {
 	switch {
-	case g.Tolerance != 0 && g.Tolerance < 1:
-		return fmt.Errorf("Gradient2.Tolerance %v is below 1", g.Tolerance)
-	case g.Smoothing < 0 || g.Smoothing > 1:
-		return fmt.Errorf("Gradient2.Smoothing %v is outside (0, 1]", g.Smoothing)
-	case g.Headroom < 0:
-		return fmt.Errorf("Gradient2.Headroom %v is negative", g.Headroom)
-	case g.ProbeInterval < 0:
-		return fmt.Errorf("Gradient2.ProbeInterval %v is negative", g.ProbeInterval)
+	case g.Tolerance != 0 && !(g.Tolerance >= 1 && !math.IsInf(g.Tolerance, 1)):
+		return invalid("Gradient2.Tolerance %v is outside [1, +Inf)", g.Tolerance)
+	case !(g.Smoothing >= 0 && g.Smoothing <= 1):
+		return invalid("Gradient2.Smoothing %v is outside (0, 1]", g.Smoothing)
+	case !(g.Headroom >= 0 && !math.IsInf(g.Headroom, 1)):
+		return invalid("Gradient2.Headroom %v is outside [0, +Inf)", g.Headroom)
+	case !(g.ProbeInterval >= 0 && !math.IsInf(g.ProbeInterval, 1)):
+		return invalid("Gradient2.ProbeInterval %v is outside [0, +Inf)", g.ProbeInterval)
 	}
 	return nil
 }
@@ -102,27 +106,47 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 		return g.probeNext(s)
 	}
 	g.sinceProbe++
-	if g.baseline == 0 || g.sinceProbe >= orDefault(g.ProbeInterval, 100)*limit {
-		return g.probe.begin(limit, g.last, g.baseline, s.End())
+	switch {
+	case !g.measured && !s.Dropped && s.RTT == 0:
+		// An RTT the clock cannot resolve: no probe can measure less.
+		g.baseline, g.measured = 0, true
+	case !g.measured:
+		return g.probe.begin(limit, g.last, g.hasLast, g.baseline, false, s.End())
+	case g.sinceProbe >= orDefault(g.ProbeInterval, 100)*limit:
+		if g.hasLast && g.last <= g.baseline {
+			g.sinceProbe = 0 // the last window showed no queue: a probe would measure the same
+			break
+		}
+		return g.probe.begin(limit, g.last, g.hasLast, g.baseline, true, s.End())
 	}
 
-	s, ok := g.win.add(limit, s)
+	w, ok := g.win.add(limit, s)
 	if !ok {
 		return limit
 	}
+	if w.failed {
+		return 1 // nothing completed: to the minimum, which the Limiter enforces
+	}
 	gradient := 0.5 // a drop
-	if !s.Dropped {
-		if float64(s.InFlight)*2 < limit || s.RTT <= 0 {
+	if !w.dropped {
+		// A window faster than the baseline shows a service that got
+		// faster since the probe; a slower one is left to the next probe,
+		// which tells a slower service from a queue.
+		g.baseline = min(g.baseline, w.rtt)
+		if float64(w.inFlight)*2 < limit {
 			return limit // application-limited: the RTT says nothing about the limit
 		}
-		g.last = s.RTT
-		gradient = math.Max(0.5, math.Min(1, g.tolerance()*float64(g.baseline)/float64(s.RTT)))
+		g.last, g.hasLast = w.rtt, true
+		gradient = 1
+		if tolerated := g.tolerance() * float64(g.baseline); float64(w.rtt) > tolerated {
+			gradient = math.Max(0.5, tolerated/float64(w.rtt))
+		}
 	}
 	if gradient == 1 {
 		// Grow only while the RTT is in the lower half of the tolerated
 		// band, and hold in the upper half: growing up to the edge would
 		// overshoot it by the round trip the RTT takes to show a change.
-		if float64(s.RTT) <= (1+(g.tolerance()-1)/2)*float64(g.baseline) {
+		if float64(w.rtt) <= (1+(g.tolerance()-1)/2)*float64(g.baseline) {
 			return limit + orDefault(g.Headroom, 4)
 		}
 		return limit
@@ -133,13 +157,16 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 
 // probeNext takes a sample during a probe and returns the limit to use.
 func (g *Gradient2) probeNext(s Sample) float64 {
-	limit, baseline, done := g.probe.add(s)
+	limit, baseline, done, measured := g.probe.add(s)
 	if !done {
 		return limit
 	}
-	g.baseline = baseline
 	g.sinceProbe = 0
 	g.win.restart(s.End())
+	if !measured {
+		return 1 // a step completed nothing: as a window that did not
+	}
+	g.baseline, g.measured = baseline, true
 	// Go back to the limit before the probe if its RTT was within
 	// tolerance of the new baseline; else to the largest probed limit
 	// whose RTT was, and let the gradient raise it from there.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"sync/atomic"
 )
@@ -18,12 +17,26 @@ var ErrLimited = errors.New("adaptive: concurrency limit reached")
 // Service Unavailable and a Retry-After of one second, or with the
 // handler given by WithRejection.
 //
-// The permit ends when next returns: Dropped if next answered 429 Too Many
-// Requests or 503 Service Unavailable (the overload of something downstream
-// passed on), Ignored if the client went away first (the request's context
-// is cancelled), Success otherwise; WithClassifier replaces this rule.
+// The permit ends when next returns, with the verdict of ClassifyServer
+// (see the package documentation's table of outcomes), or of the function
+// given by WithClassifier; Ignored if next panics.
+//
+// The writer next receives has the optional interfaces of the writer
+// Handler was given, and only those: http.Flusher, http.Hijacker,
+// io.ReaderFrom and http.Pusher pass type assertions exactly when the
+// underlying writer's do, and http.ResponseController reaches the others
+// through its Unwrap method.
+//
+// It is a run-time error to pass a nil lim or next; the panic message
+// begins "adaptive: ".
 func Handler(lim *Limiter, next http.Handler, opts ...HandlerOption) http.Handler {
-	h := &handler{lim: lim, next: next, reject: http.HandlerFunc(unavailable), classify: classifyServer}
+	if lim == nil {
+		panic("adaptive: Handler: nil lim")
+	}
+	if next == nil {
+		panic("adaptive: Handler: nil next")
+	}
+	h := &handler{lim: lim, next: next, reject: http.HandlerFunc(unavailable), classify: ClassifyServer}
 	for _, opt := range opts {
 		opt(h)
 	}
@@ -33,14 +46,23 @@ func Handler(lim *Limiter, next http.Handler, opts ...HandlerOption) http.Handle
 // A HandlerOption configures Handler.
 type HandlerOption func(*handler)
 
-// WithRejection makes Handler answer shed requests with reject.
+// WithRejection makes Handler answer shed requests with reject. It is a
+// run-time error to pass a nil reject.
 func WithRejection(reject http.Handler) HandlerOption {
+	if reject == nil {
+		panic("adaptive: WithRejection: nil reject")
+	}
 	return func(h *handler) { h.reject = reject }
 }
 
 // WithClassifier makes Handler end each permit with classify's verdict on
-// the request and the status next answered with (200 if it wrote none).
+// the request and the status next answered with (200 if it wrote none),
+// in place of ClassifyServer, which classify may call for the cases it
+// leaves alone. It is a run-time error to pass a nil classify.
 func WithClassifier(classify func(r *http.Request, status int) Outcome) HandlerOption {
+	if classify == nil {
+		panic("adaptive: WithClassifier: nil classify")
+	}
 	return func(h *handler) { h.classify = classify }
 }
 
@@ -57,14 +79,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reject.ServeHTTP(w, r)
 		return
 	}
-	sw := statusWriter{ResponseWriter: w}
+	ww, sw := newWriter(w)
 	ended := false
 	defer func() {
 		if !ended {
-			p.Ignore() // next panicked: no verdict on load
+			p.Ignored() // next panicked: no verdict on load
 		}
 	}()
-	h.next.ServeHTTP(&sw, r)
+	h.next.ServeHTTP(ww, r)
 	status := sw.status
 	if status == 0 {
 		status = http.StatusOK
@@ -73,15 +95,37 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.End(h.classify(r, status))
 }
 
-// classifyServer is Handler's default verdict.
-func classifyServer(r *http.Request, status int) Outcome {
-	switch {
-	case r.Context().Err() != nil:
+// ClassifyServer is Handler's default verdict on a request that next
+// served, given the status it answered with (200 if it wrote none), in the
+// order of these rules:
+//
+//   - the request's context hit its deadline (a server-side timeout, such
+//     as http.TimeoutHandler's): Dropped;
+//   - the request's context was cancelled otherwise (the client went
+//     away): Ignored;
+//   - 429 Too Many Requests, 503 Service Unavailable or 504 Gateway
+//     Timeout (the overload of something downstream, passed on): Dropped;
+//   - any other status, 4xx and 5xx included: Succeeded. The server did
+//     the request's work, and its time is a sample of the service's
+//     latency; an error status says nothing about load.
+func ClassifyServer(r *http.Request, status int) Outcome {
+	switch err := r.Context().Err(); {
+	case errors.Is(err, context.DeadlineExceeded):
+		return Dropped
+	case err != nil:
 		return Ignored
-	case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
+	}
+	return classifyStatus(status)
+}
+
+// classifyStatus is the verdict on a status that Handler and Transport
+// share.
+func classifyStatus(status int) Outcome {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return Dropped
 	}
-	return Success
+	return Succeeded
 }
 
 // unavailable is Handler's default answer to a shed request.
@@ -90,46 +134,24 @@ func unavailable(w http.ResponseWriter, _ *http.Request) {
 	http.Error(w, "service overloaded, retry later", http.StatusServiceUnavailable)
 }
 
-// statusWriter records the status a handler writes. Unwrap lets
-// http.ResponseController reach the writer's other interfaces (Flusher,
-// Hijacker and so on).
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 // Transport is an http.RoundTripper that limits the requests in flight
 // through Base with Limiter, for a client that adapts to a server's
 // capacity. A request holds its permit until its response body is read to
-// the end or closed (or until RoundTrip fails).
+// the end or closed (or until RoundTrip fails). A 101 Switching Protocols
+// response ends its permit at once, as the end of the upgrade's round
+// trip: the connection that follows is no request, and its body, an
+// io.ReadWriteCloser, is returned as Base gave it.
 //
 // When the limit is reached, RoundTrip returns ErrLimited at once, or with
 // Wait set waits for a slot until the request's context is done and then
 // returns the context's error.
 //
-// The permit ends Dropped for a 429 Too Many Requests or 503 Service
-// Unavailable response and for an error that is a timeout (the request's
-// deadline, or a net.Error whose Timeout is true), Ignored for any other
-// error (the request's context cancelled, say), and Success otherwise;
-// Classify replaces this rule.
+// The permit ends with the verdict of ClassifyClient (see the package
+// documentation's table of outcomes), or of Classify.
 //
-// A Transport must have a Limiter; its other fields may be left zero.
+// A Transport must have a Limiter; its other fields may be left zero. It
+// is a run-time error to call RoundTrip on a Transport without a Limiter;
+// the panic message begins "adaptive: ".
 type Transport struct {
 	Limiter *Limiter
 	// Base makes the requests; nil means http.DefaultTransport.
@@ -137,14 +159,17 @@ type Transport struct {
 	// Wait makes RoundTrip wait for a slot instead of returning
 	// ErrLimited.
 	Wait bool
-	// Classify, if not nil, decides each outcome: from the response, or
-	// from the error when Base returned one or reading the body failed
-	// (resp is then nil).
+	// Classify, if not nil, decides each outcome in place of
+	// ClassifyClient: from the response, or from the error when Base
+	// returned one or reading the body failed (resp is then nil).
 	Classify func(resp *http.Response, err error) Outcome
 }
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.Limiter == nil {
+		panic("adaptive: Transport.Limiter is nil")
+	}
 	p := new(Permit)
 	if t.Wait {
 		if err := t.Limiter.Acquire(req.Context(), p); err != nil {
@@ -159,30 +184,41 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	classify := t.Classify
 	if classify == nil {
-		classify = classifyClient
+		classify = ClassifyClient
 	}
 	resp, err := base.RoundTrip(req)
 	if err != nil {
 		p.End(classify(nil, err))
 		return nil, err
 	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		p.End(classify(resp, nil))
+		return resp, nil
+	}
 	resp.Body = &permitBody{ReadCloser: resp.Body, p: p, outcome: classify(resp, nil), classify: classify}
 	return resp, nil
 }
 
-// classifyClient is Transport's default verdict.
-func classifyClient(resp *http.Response, err error) Outcome {
-	if err != nil {
-		var ne net.Error
-		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-			return Dropped
-		}
+// ClassifyClient is Transport's default verdict on a response, or on the
+// error of a request that got none (resp is then nil), in the order of
+// these rules:
+//
+//   - the request's context was cancelled (context.Canceled): Ignored, as
+//     the caller gave up;
+//   - any other error (a deadline, a network timeout, a refused or reset
+//     connection): Dropped, as the server did not complete the request;
+//   - 429 Too Many Requests, 503 Service Unavailable or 504 Gateway
+//     Timeout: Dropped;
+//   - any other status, 4xx and 5xx included: Succeeded, as for
+//     ClassifyServer.
+func ClassifyClient(resp *http.Response, err error) Outcome {
+	switch {
+	case errors.Is(err, context.Canceled):
 		return Ignored
-	}
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+	case err != nil:
 		return Dropped
 	}
-	return Success
+	return classifyStatus(resp.StatusCode)
 }
 
 // permitBody ends its permit when the body is read to the end, fails, or

@@ -1,6 +1,7 @@
 package adaptive_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/atomicsem/atomicsem/adaptive"
@@ -43,7 +45,7 @@ func TestHandlerShedsWith503WhenFull(t *testing.T) {
 	require.Equal(t, http.StatusOK, first.Code)
 	require.Equal(t, "ok", first.Body.String())
 	st := lim.Stats()
-	require.Equal(t, uint64(1), st.Success)
+	require.Equal(t, uint64(1), st.Succeeded)
 	require.Equal(t, uint64(1), st.Rejected)
 	require.Equal(t, int64(0), st.InFlight)
 }
@@ -53,18 +55,24 @@ func TestHandlerClassifiesOutcomes(t *testing.T) {
 		name    string
 		status  int // 0: write nothing
 		cancel  bool
+		expire  bool // the request's deadline has passed
 		panics  bool
 		success uint64
 		dropped uint64
 		ignored uint64
 	}{
-		{"200", http.StatusOK, false, false, 1, 0, 0},
-		{"nothing written", 0, false, false, 1, 0, 0},
-		{"500", http.StatusInternalServerError, false, false, 1, 0, 0},
-		{"503 from downstream", http.StatusServiceUnavailable, false, false, 0, 1, 0},
-		{"429 from downstream", http.StatusTooManyRequests, false, false, 0, 1, 0},
-		{"client gone", http.StatusOK, true, false, 0, 0, 1},
-		{"handler panics", 0, false, true, 0, 0, 1},
+		{"200", http.StatusOK, false, false, false, 1, 0, 0},
+		{"nothing written", 0, false, false, false, 1, 0, 0},
+		{"404", http.StatusNotFound, false, false, false, 1, 0, 0},
+		{"500", http.StatusInternalServerError, false, false, false, 1, 0, 0},
+		{"503 from downstream", http.StatusServiceUnavailable, false, false, false, 0, 1, 0},
+		{"429 from downstream", http.StatusTooManyRequests, false, false, false, 0, 1, 0},
+		{"504 from downstream", http.StatusGatewayTimeout, false, false, false, 0, 1, 0},
+		{"client gone", http.StatusOK, true, false, false, 0, 0, 1},
+		{"client gone, 503", http.StatusServiceUnavailable, true, false, false, 0, 0, 1},
+		{"server deadline", http.StatusOK, false, true, false, 0, 1, 0},
+		{"server deadline, 503", http.StatusServiceUnavailable, false, true, false, 0, 1, 0},
+		{"handler panics", 0, false, false, true, 0, 0, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,12 +90,17 @@ func TestHandlerClassifiesOutcomes(t *testing.T) {
 				cancel()
 			}
 			defer cancel()
+			if tt.expire {
+				var cancelTimeout context.CancelFunc
+				ctx, cancelTimeout = context.WithDeadline(ctx, time.Now())
+				defer cancelTimeout()
+			}
 			func() {
 				defer func() { _ = recover() }()
 				h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, "GET", "/", nil))
 			}()
 			st := lim.Stats()
-			require.Equal(t, [3]uint64{tt.success, tt.dropped, tt.ignored}, [3]uint64{st.Success, st.Dropped, st.Ignored})
+			require.Equal(t, [3]uint64{tt.success, tt.dropped, tt.ignored}, [3]uint64{st.Succeeded, st.Dropped, st.Ignored})
 			require.Equal(t, int64(0), st.InFlight)
 		})
 	}
@@ -116,6 +129,25 @@ func TestHandlerOptions(t *testing.T) {
 	require.Equal(t, uint64(1), lim.Stats().Dropped)
 }
 
+// TestHandlerUnderTimeoutHandler puts Handler inside http.TimeoutHandler,
+// whose deadline passes while next runs; next then answers 503. The
+// permit ends Dropped: a server-side timeout, not a client that left.
+func TestHandlerUnderTimeoutHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := newLimiter(t, &recorder{}, 1, 10, 1)
+		h := http.TimeoutHandler(adaptive.Handler(lim, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+			w.WriteHeader(http.StatusServiceUnavailable)
+		})), 100*time.Millisecond, "timed out")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+		require.Equal(t, http.StatusServiceUnavailable, w.Code)
+		synctest.Wait() // for next, which TimeoutHandler runs in a goroutine
+		st := lim.Stats()
+		require.Equal(t, [3]uint64{0, 1, 0}, [3]uint64{st.Succeeded, st.Dropped, st.Ignored})
+	})
+}
+
 func TestHandlerKeepsTheWriterInterfaces(t *testing.T) {
 	lim := newLimiter(t, &recorder{}, 1, 10, 1)
 	h := adaptive.Handler(lim, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -125,6 +157,162 @@ func TestHandlerKeepsTheWriterInterfaces(t *testing.T) {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
 	require.True(t, w.Flushed)
+}
+
+// Writers with one optional interface each, for the tests below; each
+// method records that it was reached.
+type (
+	bareWriter struct {
+		http.ResponseWriter
+		called string
+	}
+	flushWriter    struct{ *bareWriter }
+	hijackWriter   struct{ *bareWriter }
+	readFromWriter struct{ *bareWriter }
+	pushWriter     struct{ *bareWriter }
+	allWriter      struct{ *bareWriter }
+)
+
+func (w flushWriter) Flush() { w.called = "Flush" }
+func (w hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	w.called = "Hijack"
+	return nil, nil, nil
+}
+func (w readFromWriter) ReadFrom(io.Reader) (int64, error) { w.called = "ReadFrom"; return 0, nil }
+func (w pushWriter) Push(string, *http.PushOptions) error  { w.called = "Push"; return nil }
+func (w allWriter) Flush()                                 { flushWriter(w).Flush() }
+func (w allWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return hijackWriter(w).Hijack()
+}
+func (w allWriter) ReadFrom(r io.Reader) (int64, error)      { return readFromWriter(w).ReadFrom(r) }
+func (w allWriter) Push(t string, o *http.PushOptions) error { return pushWriter(w).Push(t, o) }
+
+// optional names net/http's optional writer interfaces and how a handler
+// uses each.
+var optional = []struct {
+	name string
+	has  func(http.ResponseWriter) bool
+	use  func(http.ResponseWriter)
+}{
+	{"Flush", func(w http.ResponseWriter) bool { _, ok := w.(http.Flusher); return ok },
+		func(w http.ResponseWriter) { w.(http.Flusher).Flush() }},
+	{"Hijack", func(w http.ResponseWriter) bool { _, ok := w.(http.Hijacker); return ok },
+		func(w http.ResponseWriter) { _, _, _ = w.(http.Hijacker).Hijack() }},
+	{"ReadFrom", func(w http.ResponseWriter) bool { _, ok := w.(io.ReaderFrom); return ok },
+		func(w http.ResponseWriter) { _, _ = w.(io.ReaderFrom).ReadFrom(strings.NewReader("x")) }},
+	{"Push", func(w http.ResponseWriter) bool { _, ok := w.(http.Pusher); return ok },
+		func(w http.ResponseWriter) { _ = w.(http.Pusher).Push("/x", nil) }},
+}
+
+// TestHandlerWriterHasExactlyTheUnderlyingInterfaces gives Handler writers
+// with none, each one, and all of http.Flusher, http.Hijacker,
+// io.ReaderFrom and http.Pusher, and checks that the writer next receives
+// passes the type assertion for each exactly when the underlying one does,
+// and that the call reaches the underlying writer.
+func TestHandlerWriterHasExactlyTheUnderlyingInterfaces(t *testing.T) {
+	writers := []struct {
+		name string
+		make func(*bareWriter) http.ResponseWriter
+	}{
+		{"none", func(b *bareWriter) http.ResponseWriter { return b }},
+		{"Flush", func(b *bareWriter) http.ResponseWriter { return flushWriter{b} }},
+		{"Hijack", func(b *bareWriter) http.ResponseWriter { return hijackWriter{b} }},
+		{"ReadFrom", func(b *bareWriter) http.ResponseWriter { return readFromWriter{b} }},
+		{"Push", func(b *bareWriter) http.ResponseWriter { return pushWriter{b} }},
+		{"all", func(b *bareWriter) http.ResponseWriter { return allWriter{b} }},
+	}
+	for _, wr := range writers {
+		for _, o := range optional {
+			t.Run("writer="+wr.name+"/interface="+o.name, func(t *testing.T) {
+				lim := newLimiter(t, &recorder{}, 1, 10, 1)
+				base := &bareWriter{ResponseWriter: httptest.NewRecorder()}
+				under := wr.make(base)
+				want := o.has(under)
+				require.Equal(t, wr.name == o.name || wr.name == "all", want, "the test's writer")
+				adaptive.Handler(lim, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					require.Equal(t, want, o.has(w))
+					if want {
+						o.use(w)
+					}
+				})).ServeHTTP(under, httptest.NewRequest("GET", "/", nil))
+				if want {
+					require.Equal(t, o.name, base.called)
+				}
+				require.Equal(t, uint64(1), lim.Stats().Succeeded)
+			})
+		}
+	}
+}
+
+// TestHandlerStreamsServerSentEvents serves an event stream through
+// Handler over HTTP: the client reads the first event while the handler is
+// still running, which it can only if Flush reached the connection.
+func TestHandlerStreamsServerSentEvents(t *testing.T) {
+	lim := newLimiter(t, &recorder{}, 1, 10, 1)
+	read := make(chan struct{})
+	srv := httptest.NewServer(adaptive.Handler(lim, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		<-read // the client has the first event: it was flushed
+		_, _ = io.WriteString(w, "data: second\n\n")
+	})))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	line, err := br.ReadString('\n')
+	require.NoError(t, err, "the first event did not arrive before the handler ended")
+	require.Equal(t, "data: first\n", line)
+	close(read)
+	rest, err := io.ReadAll(br)
+	require.NoError(t, err)
+	require.Equal(t, "\ndata: second\n\n", string(rest))
+	require.Equal(t, uint64(1), lim.Stats().Succeeded)
+}
+
+// TestTransportUpgradesAConnection upgrades a connection through
+// Transport, to a server behind Handler that hijacks it and echoes: the
+// 101 response's body stays an io.ReadWriteCloser the client writes to,
+// and the permit ends at the 101, as the upgrade's round trip.
+func TestTransportUpgradesAConnection(t *testing.T) {
+	server := newLimiter(t, &recorder{}, 1, 10, 1)
+	srv := httptest.NewServer(adaptive.Handler(server, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := w.(http.Hijacker).Hijack()
+		if !assert.NoError(t, err) {
+			return
+		}
+		defer conn.Close()
+		_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		_ = brw.Flush()
+		line, _ := brw.ReadString('\n')
+		_, _ = brw.WriteString(line)
+		_ = brw.Flush()
+	})))
+	defer srv.Close()
+
+	client := newLimiter(t, &recorder{}, 1, 10, 1)
+	c := &http.Client{Transport: &adaptive.Transport{Limiter: client, Base: srv.Client().Transport}}
+	req, _ := http.NewRequest("GET", srv.URL, nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "echo")
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+	require.Equal(t, uint64(1), client.Stats().Succeeded, "the permit ends at the 101")
+	require.Equal(t, int64(0), client.Stats().InFlight)
+	rwc, ok := resp.Body.(io.ReadWriteCloser)
+	require.True(t, ok, "the 101 body is an io.ReadWriteCloser")
+	_, err = io.WriteString(rwc, "hello\n")
+	require.NoError(t, err)
+	line, err := bufio.NewReader(rwc).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "hello\n", line)
+	require.NoError(t, rwc.Close())
 }
 
 // roundTripper is an http.RoundTripper made of a function.
@@ -163,8 +351,9 @@ func TestTransportClassifiesOutcomes(t *testing.T) {
 		{"503", respond(http.StatusServiceUnavailable), 0, 1, 0},
 		{"deadline", fail(context.DeadlineExceeded), 0, 1, 0},
 		{"network timeout", fail(&net.OpError{Op: "dial", Err: timeoutError{}}), 0, 1, 0},
+		{"504", respond(http.StatusGatewayTimeout), 0, 1, 0},
 		{"cancelled", fail(context.Canceled), 0, 0, 1},
-		{"other error", fail(errors.New("connection refused")), 0, 0, 1},
+		{"connection refused", fail(&net.OpError{Op: "dial", Err: errors.New("connection refused")}), 0, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,7 +367,7 @@ func TestTransportClassifiesOutcomes(t *testing.T) {
 				require.NoError(t, resp.Body.Close())
 			}
 			st := lim.Stats()
-			require.Equal(t, [3]uint64{tt.success, tt.dropped, tt.ignored}, [3]uint64{st.Success, st.Dropped, st.Ignored})
+			require.Equal(t, [3]uint64{tt.success, tt.dropped, tt.ignored}, [3]uint64{st.Succeeded, st.Dropped, st.Ignored})
 			require.Equal(t, int64(0), st.InFlight)
 		})
 	}
@@ -204,7 +393,7 @@ func testTransportShedsOrWaits(t *testing.T) {
 	_, err = wait.Do(req)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
-	held.Ignore()
+	held.Ignored()
 	resp, err := wait.Get("http://example.invalid/")
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
@@ -223,7 +412,7 @@ func TestTransportClassifierSeesBodyErrors(t *testing.T) {
 			if err != nil {
 				return adaptive.Dropped
 			}
-			return adaptive.Success
+			return adaptive.Succeeded
 		}}}
 	resp, err := c.Get("http://example.invalid/")
 	require.NoError(t, err)
@@ -258,6 +447,6 @@ func TestHandlerAndTransportOverTheNetwork(t *testing.T) {
 		require.Equal(t, "hello", string(b))
 		require.NoError(t, resp.Body.Close())
 	}
-	require.Equal(t, uint64(20), server.Stats().Success)
-	require.Equal(t, uint64(20), client.Stats().Success)
+	require.Equal(t, uint64(20), server.Stats().Succeeded)
+	require.Equal(t, uint64(20), client.Stats().Succeeded)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +18,9 @@ var (
 	// the bounds are not 1 ≤ min ≤ initial ≤ max ≤ atomicsem.MaxPermits.
 	ErrInvalidLimits = errors.New("adaptive: invalid limits")
 	// ErrInvalidController is returned (wrapped, with the reason) by New
-	// when a controller of this package has a setting out of its range.
+	// and by the controllers' Validate methods when a controller has a
+	// setting out of its range. New also wraps it around the error of a
+	// caller's controller whose Validate method fails.
 	ErrInvalidController = errors.New("adaptive: invalid controller setting")
 )
 
@@ -32,8 +35,8 @@ const (
 // enforced by an atomicsem.Semaphore.
 //
 // Each request takes a Permit (Acquire waits for one, TryAcquire sheds the
-// request when none is free) and ends it with Success, Dropped or Ignore.
-// Success and Dropped feed the round-trip time, the number of requests in
+// request when none is free) and ends it with Succeeded, Dropped or Ignored.
+// Succeeded and Dropped feed the round-trip time, the number of requests in
 // flight and the outcome to the controller, whose answer becomes the
 // semaphore's limit through SetLimit: lowering it never revokes a permit
 // already out, so requests in flight always run to completion, and the
@@ -49,13 +52,13 @@ const (
 //
 // # Memory ordering
 //
-// The end of a Permit (Success, Dropped or Ignore) synchronizes before the
+// The end of a Permit (Succeeded, Dropped or Ignored) synchronizes before the
 // return of the Acquire or TryAcquire that obtains the freed slot, as
 // atomicsem's Release does.
 type Limiter struct {
 	sem      *atomicsem.Semaphore
 	inFlight atomic.Int64
-	lastRTT  atomic.Int64 // nanoseconds of the last Success's RTT
+	lastRTT  atomic.Int64 // nanoseconds of the last Succeeded RTT
 	rejected atomic.Uint64
 	min, max float64
 	// epoch is when the limiter was made. Permits keep their start as the
@@ -99,8 +102,11 @@ func WithSemaphoreOptions(opts ...atomicsem.Option) Option {
 // Gradient2 with its default settings.
 //
 // New returns ErrInvalidLimits for bounds out of order and
-// ErrInvalidController for a controller of this package with a setting out
-// of its range.
+// ErrInvalidController for a controller with a setting out of its range:
+// New calls the controller's Validate method if it has one, as the
+// controllers of this package do. It is a run-time error to pass a nil
+// pointer as ctrl (a typed nil, such as (*AIMD)(nil)); the panic message
+// begins "adaptive: ".
 func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 	cfg := config{min: DefaultMinLimit, initial: DefaultInitialLimit, max: DefaultMaxLimit}
 	for _, opt := range opts {
@@ -113,9 +119,15 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 	if ctrl == nil {
 		ctrl = &Gradient2{}
 	}
-	if c, ok := ctrl.(checker); ok {
-		if err := c.check(); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidController, err)
+	if isNilPointer(ctrl) {
+		panic(fmt.Sprintf("adaptive: New: ctrl is a nil %T", ctrl))
+	}
+	if c, ok := ctrl.(validator); ok {
+		if err := c.Validate(); err != nil {
+			if !errors.Is(err, ErrInvalidController) {
+				err = fmt.Errorf("%w: %w", ErrInvalidController, err)
+			}
+			return nil, err
 		}
 	}
 	sem, err := atomicsem.New(cfg.initial, cfg.max, cfg.semOpts...)
@@ -134,17 +146,22 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 }
 
 // Acquire waits for a free slot under the current limit and makes p a
-// live Permit for it, which the caller must end with Success, Dropped or
-// Ignore. Waiters are admitted in FIFO order (unless WithSemaphoreOptions
+// live Permit for it, which the caller must end with Succeeded, Dropped or
+// Ignored. Waiters are admitted in FIFO order (unless WithSemaphoreOptions
 // said otherwise), as requests end or the limit rises. The caller provides
 // the Permit, so that acquiring allocates nothing and the token inside it
 // is never copied.
 //
 // On failure Acquire leaves p as it was and the limiter unchanged, and
 // returns ctx.Err() if ctx is done first, atomicsem.ErrClosed after Close.
-// It is a run-time error to pass a Permit that is live; the panic message
-// begins "adaptive: ".
+// It is a run-time error to pass a Permit that is live, a nil Permit, a nil
+// ctx, or to call it on a nil Limiter; the panic message begins
+// "adaptive: " and names the argument.
 func (l *Limiter) Acquire(ctx context.Context, p *Permit) error {
+	if ctx == nil {
+		panic("adaptive: Limiter.Acquire: nil ctx")
+	}
+	l.mustExist()
 	p.mustBeFree()
 	var err error
 	if p.tok, err = l.sem.Acquire(ctx, 1); err != nil {
@@ -156,11 +173,12 @@ func (l *Limiter) Acquire(ctx context.Context, p *Permit) error {
 
 // TryAcquire takes a free slot under the current limit without waiting,
 // makes p a live Permit for it and reports whether it did. On success the
-// caller must end p with Success, Dropped or Ignore; on failure, the signal
+// caller must end p with Succeeded, Dropped or Ignored; on failure, the signal
 // to shed the request, p is left as it was. It fails while Acquire calls
 // wait, so as not to overtake them, and after Close. It is a run-time error
-// to pass a Permit that is live.
+// to pass a Permit that is live or nil, or to call it on a nil Limiter.
 func (l *Limiter) TryAcquire(p *Permit) bool {
+	l.mustExist()
 	p.mustBeFree()
 	var ok bool
 	if p.tok, ok = l.sem.TryAcquire(1); !ok {
@@ -169,6 +187,14 @@ func (l *Limiter) TryAcquire(p *Permit) bool {
 	}
 	l.admit(p)
 	return true
+}
+
+// mustExist panics if l is nil, naming the receiver, where a nil Limiter
+// would otherwise fail with a bare nil dereference.
+func (l *Limiter) mustExist() {
+	if l == nil {
+		panic("adaptive: nil *Limiter")
+	}
 }
 
 // admit fills in a permit whose token has just been acquired.
@@ -203,11 +229,18 @@ func (l *Limiter) record(s Sample) {
 	l.mu.Unlock()
 }
 
-// ignore counts a request that ended in Ignore.
+// ignore counts a request that ended in Ignored.
 func (l *Limiter) ignore() {
 	l.mu.Lock()
 	l.ignored++
 	l.mu.Unlock()
+}
+
+// isNilPointer reports whether ctrl holds a nil pointer, on which Next
+// would fail at the first request instead of at New.
+func isNilPointer(ctrl Controller) bool {
+	v := reflect.ValueOf(ctrl)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // Stats is a snapshot of a Limiter, for metrics.
@@ -215,11 +248,16 @@ type Stats struct {
 	Limit    int64         // the limit in force
 	InFlight int64         // permits out: acquired and not yet ended
 	Waiters  int           // Acquire calls waiting for a slot
-	LastRTT  time.Duration // the RTT of the last request that ended in Success; 0 before the first
-	Success  uint64        // requests ended in Success
-	Dropped  uint64        // requests ended in Dropped
-	Ignored  uint64        // requests ended in Ignore
-	Rejected uint64        // TryAcquire calls that found no free slot
+	LastRTT  time.Duration // the RTT of the last request that ended in Succeeded; 0 before the first
+	// Succeeded counts the requests ended in Succeeded.
+	Succeeded uint64
+	// Success holds the same count as Succeeded.
+	//
+	// Deprecated: use Succeeded.
+	Success  uint64
+	Dropped  uint64 // requests ended in Dropped
+	Ignored  uint64 // requests ended in Ignored
+	Rejected uint64 // TryAcquire calls that found no free slot
 	Closed   bool
 }
 
@@ -232,15 +270,16 @@ func (l *Limiter) Stats() Stats {
 	st := l.sem.Stats()
 	l.mu.Lock()
 	s := Stats{
-		Limit:    st.Limit,
-		InFlight: st.Held,
-		Waiters:  st.Waiters,
-		LastRTT:  time.Duration(l.lastRTT.Load()),
-		Success:  l.success,
-		Dropped:  l.dropped,
-		Ignored:  l.ignored,
-		Rejected: l.rejected.Load(),
-		Closed:   st.Closed,
+		Limit:     st.Limit,
+		InFlight:  st.Held,
+		Waiters:   st.Waiters,
+		LastRTT:   time.Duration(l.lastRTT.Load()),
+		Succeeded: l.success,
+		Success:   l.success,
+		Dropped:   l.dropped,
+		Ignored:   l.ignored,
+		Rejected:  l.rejected.Load(),
+		Closed:    st.Closed,
 	}
 	l.mu.Unlock()
 	return s

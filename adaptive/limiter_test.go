@@ -3,6 +3,10 @@ package adaptive_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -35,6 +39,26 @@ func TestNewRejectsBadSettings(t *testing.T) {
 		{"Gradient2 smoothing negative", &adaptive.Gradient2{Smoothing: -0.1}, nil, adaptive.ErrInvalidController},
 		{"Gradient2 negative headroom", &adaptive.Gradient2{Headroom: -1}, nil, adaptive.ErrInvalidController},
 		{"Gradient2 negative probe interval", &adaptive.Gradient2{ProbeInterval: -1}, nil, adaptive.ErrInvalidController},
+		{"AIMD backoff NaN", &adaptive.AIMD{Backoff: nan}, nil, adaptive.ErrInvalidController},
+		{"AIMD backoff +Inf", &adaptive.AIMD{Backoff: inf}, nil, adaptive.ErrInvalidController},
+		{"AIMD backoff -Inf", &adaptive.AIMD{Backoff: -inf}, nil, adaptive.ErrInvalidController},
+		{"Vegas smoothing NaN", &adaptive.Vegas{Smoothing: nan}, nil, adaptive.ErrInvalidController},
+		{"Vegas smoothing +Inf", &adaptive.Vegas{Smoothing: inf}, nil, adaptive.ErrInvalidController},
+		{"Vegas smoothing -Inf", &adaptive.Vegas{Smoothing: -inf}, nil, adaptive.ErrInvalidController},
+		{"Vegas negative beta", &adaptive.Vegas{Beta: -1}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 tolerance NaN", &adaptive.Gradient2{Tolerance: nan}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 tolerance +Inf", &adaptive.Gradient2{Tolerance: inf}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 tolerance -Inf", &adaptive.Gradient2{Tolerance: -inf}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 smoothing NaN", &adaptive.Gradient2{Smoothing: nan}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 smoothing above 1", &adaptive.Gradient2{Smoothing: 1.5}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 smoothing +Inf", &adaptive.Gradient2{Smoothing: inf}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 headroom NaN", &adaptive.Gradient2{Headroom: nan}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 headroom +Inf", &adaptive.Gradient2{Headroom: inf}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 headroom -Inf", &adaptive.Gradient2{Headroom: -inf}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 probe interval NaN", &adaptive.Gradient2{ProbeInterval: nan}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 probe interval +Inf", &adaptive.Gradient2{ProbeInterval: inf}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 probe interval -Inf", &adaptive.Gradient2{ProbeInterval: -inf}, nil, adaptive.ErrInvalidController},
+		{"a caller's controller that fails Validate", validating{errors.New("no")}, nil, adaptive.ErrInvalidController},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,8 +66,79 @@ func TestNewRejectsBadSettings(t *testing.T) {
 			require.ErrorIs(t, err, tt.want)
 			require.Nil(t, lim)
 			require.Contains(t, err.Error(), "adaptive: ")
+			switch c := tt.ctrl.(type) {
+			case *adaptive.AIMD, *adaptive.Vegas, *adaptive.Gradient2:
+				require.ErrorIs(t, c.(interface{ Validate() error }).Validate(), tt.want, "Validate agrees with New")
+			}
 		})
 	}
+	for _, ctrl := range []adaptive.Controller{
+		&adaptive.AIMD{}, &adaptive.AIMD{Backoff: 0.5, Timeout: time.Second},
+		&adaptive.Vegas{}, &adaptive.Vegas{Alpha: 2, Beta: 2, Smoothing: 1, ProbeMultiplier: 1},
+		&adaptive.Gradient2{}, &adaptive.Gradient2{Tolerance: 1, Smoothing: 1, Headroom: 0, ProbeInterval: 1},
+		validating{},
+	} {
+		lim, err := adaptive.New(ctrl)
+		require.NoError(t, err, "%#v", ctrl)
+		lim.Close()
+	}
+}
+
+var nan, inf = math.NaN(), math.Inf(1)
+
+// validating is a caller's Controller with a Validate method.
+type validating struct{ err error }
+
+func (v validating) Next(limit float64, _ adaptive.Sample) float64 { return limit }
+func (v validating) Validate() error                               { return v.err }
+
+// TestNilArgumentsPanicWithThePrefix enumerates the entry points that a
+// nil pointer or interface can reach, and checks that each panics at the
+// call with a message that begins "adaptive: " and names the argument.
+func TestNilArgumentsPanicWithThePrefix(t *testing.T) {
+	lim := newLimiter(t, &recorder{}, 1, 10, 1)
+	ok := http.NotFoundHandler()
+	tests := []struct {
+		name string
+		call func()
+		says string
+	}{
+		{"New with a nil *AIMD", func() { _, _ = adaptive.New((*adaptive.AIMD)(nil)) }, "ctrl"},
+		{"New with a nil *Vegas", func() { _, _ = adaptive.New((*adaptive.Vegas)(nil)) }, "ctrl"},
+		{"New with a nil *Gradient2", func() { _, _ = adaptive.New((*adaptive.Gradient2)(nil)) }, "ctrl"},
+		{"New with a caller's nil controller", func() { _, _ = adaptive.New((*recorder)(nil)) }, "ctrl"},
+		{"Acquire with a nil ctx", func() {
+			//lint:ignore SA1012 the nil is the test
+			_ = lim.Acquire(nil, new(adaptive.Permit))
+		}, "ctx"},
+		{"Acquire into a nil Permit", func() { _ = lim.Acquire(context.Background(), nil) }, "Permit"},
+		{"TryAcquire into a nil Permit", func() { lim.TryAcquire(nil) }, "Permit"},
+		{"Acquire on a nil Limiter", func() { _ = (*adaptive.Limiter)(nil).Acquire(context.Background(), new(adaptive.Permit)) }, "Limiter"},
+		{"TryAcquire on a nil Limiter", func() { (*adaptive.Limiter)(nil).TryAcquire(new(adaptive.Permit)) }, "Limiter"},
+		{"ending a nil Permit", func() { (*adaptive.Permit)(nil).Succeeded() }, "Permit"},
+		{"Handler with a nil lim", func() { adaptive.Handler(nil, ok) }, "lim"},
+		{"Handler with a nil next", func() { adaptive.Handler(lim, nil) }, "next"},
+		{"WithRejection with a nil handler", func() { adaptive.WithRejection(nil) }, "reject"},
+		{"WithClassifier with a nil function", func() { adaptive.WithClassifier(nil) }, "classify"},
+		{"Transport without a Limiter", func() {
+			_, _ = (&adaptive.Transport{}).RoundTrip(httptest.NewRequest("GET", "/", nil))
+		}, "Limiter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				require.NotNil(t, r, "no panic")
+				msg := fmt.Sprint(r)
+				require.Regexp(t, "^adaptive: ", msg)
+				require.Contains(t, msg, tt.says)
+			}()
+			tt.call()
+		})
+	}
+	st := lim.Stats()
+	require.Equal(t, int64(0), st.InFlight, "the panics changed nothing")
+	require.Equal(t, int64(1), st.Limit)
 }
 
 func TestNewStartsAtTheInitialLimit(t *testing.T) {
@@ -68,10 +163,10 @@ func TestTryAcquireShedsAtTheLimit(t *testing.T) {
 	require.Equal(t, int64(2), st.InFlight)
 	require.Equal(t, uint64(1), st.Rejected)
 
-	a.Ignore()
+	a.Ignored()
 	require.True(t, lim.TryAcquire(&c), "the ignored request's slot is free again")
-	b.Ignore()
-	c.Ignore()
+	b.Ignored()
+	c.Ignored()
 	require.Equal(t, int64(0), lim.Stats().InFlight)
 }
 
@@ -85,9 +180,9 @@ func TestOutcomesReachTheController(t *testing.T) {
 		require.True(t, lim.TryAcquire(&q))
 		require.True(t, lim.TryAcquire(&r))
 		time.Sleep(30 * time.Millisecond)
-		p.Success()
+		p.Succeeded()
 		q.Dropped()
-		r.Ignore()
+		r.Ignored()
 
 		require.Len(t, rec.samples, 2, "Ignore gives the controller no sample")
 		require.Equal(t, adaptive.Sample{Start: start, RTT: 30 * time.Millisecond, InFlight: 1}, rec.samples[0])
@@ -95,19 +190,19 @@ func TestOutcomesReachTheController(t *testing.T) {
 		require.Equal(t, start.Add(30*time.Millisecond), rec.samples[0].End())
 
 		st := lim.Stats()
-		require.Equal(t, adaptive.Stats{Limit: 4, LastRTT: 30 * time.Millisecond, Success: 1, Dropped: 1, Ignored: 1}, st)
+		require.Equal(t, adaptive.Stats{Limit: 4, LastRTT: 30 * time.Millisecond, Succeeded: 1, Success: 1, Dropped: 1, Ignored: 1}, st)
 	})
 }
 
 func TestEndTakesTheNamedOutcome(t *testing.T) {
 	lim := newLimiter(t, &recorder{}, 1, 10, 4)
-	for _, o := range []adaptive.Outcome{adaptive.Success, adaptive.Dropped, adaptive.Ignored, adaptive.Outcome(9)} {
+	for _, o := range []adaptive.Outcome{adaptive.Succeeded, adaptive.Dropped, adaptive.Ignored, adaptive.Outcome(9)} {
 		var p adaptive.Permit
 		require.True(t, lim.TryAcquire(&p))
 		p.End(o)
 	}
 	st := lim.Stats()
-	require.Equal(t, [3]uint64{1, 1, 2}, [3]uint64{st.Success, st.Dropped, st.Ignored})
+	require.Equal(t, [3]uint64{1, 1, 2}, [3]uint64{st.Succeeded, st.Dropped, st.Ignored})
 }
 
 func TestControllerMovesTheSemaphoreLimitWithinBounds(t *testing.T) {
@@ -120,7 +215,7 @@ func TestControllerMovesTheSemaphoreLimitWithinBounds(t *testing.T) {
 		{"lower", 2, 2},
 		{"above max", 50, 10},
 		{"below min", 0.2, 2},
-		{"not a number", nan(), 4},
+		{"not a number", nan, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,13 +223,11 @@ func TestControllerMovesTheSemaphoreLimitWithinBounds(t *testing.T) {
 			lim := newLimiter(t, ctrl, 2, 10, 4)
 			var p adaptive.Permit
 			require.True(t, lim.TryAcquire(&p))
-			p.Success()
+			p.Succeeded()
 			require.Equal(t, tt.want, lim.Stats().Limit)
 		})
 	}
 }
-
-func nan() float64 { zero := 0.0; return zero / zero }
 
 func TestLoweringTheLimitRevokesNothing(t *testing.T) {
 	ctrl := &fixed{limit: 1}
@@ -143,19 +236,19 @@ func TestLoweringTheLimitRevokesNothing(t *testing.T) {
 	for i := range ps {
 		require.True(t, lim.TryAcquire(&ps[i]))
 	}
-	ps[0].Success() // the controller lowers the limit to 1
+	ps[0].Succeeded() // the controller lowers the limit to 1
 	st := lim.Stats()
 	require.Equal(t, int64(1), st.Limit)
 	require.Equal(t, int64(3), st.InFlight, "the requests in flight keep their permits")
 
 	var p adaptive.Permit
 	require.False(t, lim.TryAcquire(&p), "nothing is admitted while more than the limit are out")
-	ps[1].Success()
-	ps[2].Success()
+	ps[1].Succeeded()
+	ps[2].Succeeded()
 	require.False(t, lim.TryAcquire(&p), "one still out fills a limit of 1")
-	ps[3].Success()
+	ps[3].Succeeded()
 	require.True(t, lim.TryAcquire(&p))
-	p.Ignore()
+	p.Ignored()
 }
 
 func TestAcquireWaitsForAFreeSlot(t *testing.T) {
@@ -170,10 +263,10 @@ func TestAcquireWaitsForAFreeSlot(t *testing.T) {
 		synctest.Wait()
 		require.Equal(t, 1, lim.Stats().Waiters)
 
-		held.Success()
+		held.Succeeded()
 		require.NoError(t, <-done)
 		require.Equal(t, time.Now(), p.Start())
-		p.Success()
+		p.Succeeded()
 	})
 }
 
@@ -188,7 +281,7 @@ func TestAcquireReturnsTheContextError(t *testing.T) {
 		require.Equal(t, context.DeadlineExceeded, err, "ctx.Err(), unwrapped")
 		require.Equal(t, time.Time{}, p.Start())
 		require.Equal(t, int64(1), lim.Stats().InFlight)
-		held.Ignore()
+		held.Ignored()
 	})
 }
 
@@ -209,7 +302,7 @@ func TestCloseFailsWaitersAndLaterAcquires(t *testing.T) {
 		var p adaptive.Permit
 		require.False(t, lim.TryAcquire(&p))
 		require.ErrorIs(t, lim.Acquire(context.Background(), &p), atomicsem.ErrClosed)
-		held.Success() // a permit out before Close may still end
+		held.Succeeded() // a permit out before Close may still end
 		st := lim.Stats()
 		require.True(t, st.Closed)
 		require.Equal(t, int64(0), st.InFlight)
@@ -220,7 +313,7 @@ func TestCloseFailsWaitersAndLaterAcquires(t *testing.T) {
 func TestPermitMisusePanicsAndChangesNothing(t *testing.T) {
 	lim := newLimiter(t, &recorder{}, 1, 10, 2)
 	var zero adaptive.Permit
-	for _, end := range []func(){zero.Success, zero.Dropped, zero.Ignore} {
+	for _, end := range []func(){zero.Succeeded, zero.Dropped, zero.Ignored} {
 		requirePanicPrefix(t, end)
 	}
 
@@ -230,16 +323,16 @@ func TestPermitMisusePanicsAndChangesNothing(t *testing.T) {
 	requirePanicPrefix(t, func() { _ = lim.Acquire(context.Background(), &p) })
 	require.Equal(t, int64(1), lim.Stats().InFlight, "acquiring into a live permit takes nothing")
 
-	p.Success()
-	requirePanicPrefix(t, p.Success)
+	p.Succeeded()
+	requirePanicPrefix(t, p.Succeeded)
 	requirePanicPrefix(t, p.Dropped)
 	st := lim.Stats()
-	require.Equal(t, uint64(1), st.Success)
+	require.Equal(t, uint64(1), st.Succeeded)
 	require.Equal(t, uint64(0), st.Dropped)
 	require.Equal(t, int64(0), st.InFlight)
 
 	require.True(t, lim.TryAcquire(&p), "an ended permit can be filled in again")
-	p.Ignore()
+	p.Ignored()
 }
 
 func requirePanicPrefix(t *testing.T, f func()) {

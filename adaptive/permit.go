@@ -1,6 +1,7 @@
 package adaptive
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/atomicsem/atomicsem/token"
@@ -10,12 +11,12 @@ import (
 // exactly one of three ways (or through End, which names the way), each of
 // which frees the slot:
 //
-//   - Success: the request completed; its round-trip time, measured from the
-//     acquire, is a sample for the controller.
+//   - Succeeded: the request completed; its round-trip time, measured from
+//     the acquire, is a sample for the controller.
 //   - Dropped: the request failed in a way that signals overload (it timed
 //     out, or a downstream service answered with a rate-limit or overload
 //     status); the controller backs off.
-//   - Ignore: the outcome says nothing about load (a client error, a
+//   - Ignored: the outcome says nothing about load (a client error, a
 //     cancelled request); the controller does not see it.
 //
 // A Permit is filled in by Limiter.Acquire or Limiter.TryAcquire, into a
@@ -34,21 +35,31 @@ type Permit struct {
 	start    time.Duration // since l.epoch
 }
 
-// Success ends the permit as a completed request and frees its slot.
+// Succeeded ends the permit as a completed request and frees its slot.
+func (p *Permit) Succeeded() { p.end(false) }
+
+// Success is the former name of Succeeded.
+//
+// Deprecated: use Succeeded, whose form matches Dropped and Ignored.
 func (p *Permit) Success() { p.end(false) }
 
 // Dropped ends the permit as a request that timed out or was refused for
 // overload, and frees its slot.
 func (p *Permit) Dropped() { p.end(true) }
 
-// Ignore ends the permit without a sample for the controller and frees its
-// slot.
-func (p *Permit) Ignore() {
+// Ignored ends the permit without a sample for the controller and frees
+// its slot.
+func (p *Permit) Ignored() {
 	l := p.take()
 	l.inFlight.Add(-1)
 	p.tok.Release()
 	l.ignore()
 }
+
+// Ignore is the former name of Ignored.
+//
+// Deprecated: use Ignored, whose form matches Succeeded and Dropped.
+func (p *Permit) Ignore() { p.Ignored() }
 
 // Start returns when the permit was acquired; the zero time for the zero
 // Permit or one already ended.
@@ -73,6 +84,9 @@ func (p *Permit) end(dropped bool) {
 // take marks the permit ended and returns its limiter, or panics if the
 // permit was not live.
 func (p *Permit) take() *Limiter {
+	if p == nil {
+		panic(errNilPermit)
+	}
 	l := p.l
 	if l == nil {
 		panic(errEnded)
@@ -83,6 +97,9 @@ func (p *Permit) take() *Limiter {
 
 // mustBeFree panics if p is live: acquiring into it would lose its slot.
 func (p *Permit) mustBeFree() {
+	if p == nil {
+		panic(errNilPermit)
+	}
 	if p.l != nil {
 		panic(errLive)
 	}
@@ -94,31 +111,50 @@ type permitMisuse string
 func (m permitMisuse) Error() string { return string(m) }
 
 var (
-	errEnded error = permitMisuse("adaptive: ending a Permit that is not live (the zero Permit, or one already ended)")
-	errLive  error = permitMisuse("adaptive: acquiring into a live Permit")
+	errEnded     error = permitMisuse("adaptive: ending a Permit that is not live (the zero Permit, or one already ended)")
+	errLive      error = permitMisuse("adaptive: acquiring into a live Permit")
+	errNilPermit error = permitMisuse("adaptive: nil *Permit")
 )
 
 // Outcome is how a request ended, for Permit.End and the HTTP helpers.
 type Outcome uint8
 
 const (
-	// Success is a completed request; its RTT is a sample.
-	Success Outcome = iota
+	// Succeeded is a completed request; its RTT is a sample.
+	Succeeded Outcome = iota
 	// Dropped is a request that timed out or was refused for overload.
 	Dropped
 	// Ignored is a request whose outcome says nothing about load.
 	Ignored
 )
 
-// End ends the permit with outcome o: Success, Dropped or Ignored, as the
-// methods of those names do. Any other value counts as Ignored.
+// Success is the former name of Succeeded.
+//
+// Deprecated: use Succeeded, whose form matches Dropped and Ignored.
+const Success = Succeeded
+
+// String returns the outcome's name: "Succeeded", "Dropped" or "Ignored".
+func (o Outcome) String() string {
+	switch o {
+	case Succeeded:
+		return "Succeeded"
+	case Dropped:
+		return "Dropped"
+	case Ignored:
+		return "Ignored"
+	}
+	return "Outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// End ends the permit with outcome o: Succeeded, Dropped or Ignored, as
+// the methods of those names do. Any other value counts as Ignored.
 func (p *Permit) End(o Outcome) {
 	switch o {
-	case Success:
-		p.Success()
+	case Succeeded:
+		p.Succeeded()
 	case Dropped:
 		p.Dropped()
 	default:
-		p.Ignore()
+		p.Ignored()
 	}
 }

@@ -17,7 +17,10 @@ import (
 // baseline the controller had), or a step saw a drop, it takes another
 // step down: a limit that still queues gives a mean that falls with it,
 // and two steps that agree show the RTT that no queue changes. The
-// smallest mean of the steps is the measurement. The probe keeps the mean
+// smallest mean of the steps is the measurement. Drops count toward a
+// step's samples, so that a step ends however the requests do; a step in
+// which no request completed ends the probe without a measurement, as the
+// sign of a service that fails at any limit. The probe keeps the mean
 // RTT of every step, so that its controller can choose the limit to go
 // back to (see exit).
 //
@@ -26,16 +29,17 @@ import (
 // whose capacity falls, shows its unloaded RTT at the step that first
 // drops below its capacity.
 type probe struct {
-	active  bool
-	saved   float64       // the limit before the probe
-	before  time.Duration // the mean RTT of the last window before the probe; 0 if unknown
-	limit   float64       // the limit of this step
-	since   time.Time     // samples of requests admitted earlier are ignored
-	n       int           // samples taken in this step
-	sum     time.Duration // of their RTTs
-	dropped bool          // whether this step saw a drop
-	best    time.Duration // the mean RTT of the previous step, or the baseline
-	steps   []probeStep   // the finished steps that saw no drop
+	active    bool
+	saved     float64       // the limit before the probe
+	before    time.Duration // the mean RTT of the last window before the probe
+	hasBefore bool          // whether before is known
+	limit     float64       // the limit of this step
+	since     time.Time     // samples of requests admitted earlier are ignored
+	n, ok     int           // samples taken in this step, and those not dropped
+	sum       time.Duration // of the RTTs of those not dropped
+	best      time.Duration // the mean RTT of the previous step, or the baseline
+	hasBest   bool          // whether best is known
+	steps     []probeStep   // the finished steps that saw no drop
 }
 
 // probeStep is a finished step of a probe: its limit and mean RTT.
@@ -52,13 +56,14 @@ type probeStep struct {
 const probeFactor = 0.75
 
 // begin starts a probe from limit, whose last window had a mean RTT of
-// before (0 if unknown), comparing its first step with baseline (0 for
-// none), and counting only the requests admitted from at on. It returns
-// the first step's limit.
-func (p *probe) begin(limit float64, before, baseline time.Duration, at time.Time) float64 {
+// before (if hasBefore), comparing its first step with baseline (if
+// hasBaseline), and counting only the requests admitted from at on. It
+// returns the first step's limit.
+func (p *probe) begin(limit float64, before time.Duration, hasBefore bool, baseline time.Duration, hasBaseline bool, at time.Time) float64 {
 	// The first step compares with the current baseline: when lowering
 	// the limit does not beat it, the baseline stands after one step.
-	*p = probe{active: true, saved: limit, before: before, best: baseline, steps: p.steps[:0]}
+	*p = probe{active: true, saved: limit, before: before, hasBefore: hasBefore,
+		best: baseline, hasBest: hasBaseline, steps: p.steps[:0]}
 	return p.step(limit*probeFactor, at)
 }
 
@@ -67,44 +72,51 @@ func (p *probe) begin(limit float64, before, baseline time.Duration, at time.Tim
 func (p *probe) step(limit float64, since time.Time) float64 {
 	p.limit = math.Max(1, limit)
 	p.since = since
-	p.n, p.sum, p.dropped = 0, 0, false
+	p.n, p.ok, p.sum = 0, 0, 0
 	return p.limit
 }
 
 // add takes sample s during a probe. It returns the limit to use and
-// whether s ended the probe, with the RTT the probe measured if it did. It
+// whether s ended the probe; if it did, measured reports whether the probe
+// measured an RTT, rtt. A probe ends without a measurement when a step
+// completes no request at all: the service fails at any limit, and its
+// controller treats that as a window in which nothing completed. It
 // requires p.active.
-func (p *probe) add(s Sample) (limit float64, rtt time.Duration, done bool) {
+//
+// A step counts its drops with its other samples, so that a service that
+// drops every request still ends each step.
+func (p *probe) add(s Sample) (limit float64, rtt time.Duration, done, measured bool) {
 	if s.Start.Before(p.since) {
-		return p.limit, 0, false // admitted before this step
-	}
-	if s.Dropped {
-		p.dropped = true // the step still overloads; its RTTs are cut short
-		return p.limit, 0, false
+		return p.limit, 0, false, false // admitted before this step
 	}
 	p.n++
-	p.sum += s.RTT
-	if float64(p.n) < math.Max(p.limit, 10) {
-		return p.limit, 0, false
+	if !s.Dropped {
+		p.ok++
+		p.sum += s.RTT
 	}
-	mean := p.sum / time.Duration(p.n)
-	if !p.dropped {
+	if float64(p.n) < math.Max(p.limit, 10) {
+		return p.limit, 0, false, false
+	}
+	if p.ok == 0 {
+		p.active = false
+		return p.limit, 0, true, false
+	}
+	dropped := p.ok < p.n // the step still overloads; its RTTs are cut short
+	mean := p.sum / time.Duration(p.ok)
+	if !dropped {
 		p.steps = append(p.steps, probeStep{p.limit, mean})
 	}
 	// A step that disagrees with the previous one may still queue: take
 	// another step down, unless the limit is as low as it goes.
-	if (p.dropped || p.best == 0 || !near(mean, p.best)) && p.limit > 1 {
-		p.best = mean
-		if p.dropped {
-			p.best = 0 // cut short by timeouts: not a mean to compare with
-		}
-		return p.step(p.limit*probeFactor, s.End()), 0, false
+	if (dropped || !p.hasBest || !near(mean, p.best)) && p.limit > 1 {
+		p.best, p.hasBest = mean, !dropped // a step cut short by drops is no mean to compare with
+		return p.step(p.limit*probeFactor, s.End()), 0, false, false
 	}
 	for _, st := range p.steps {
 		mean = min(mean, st.mean)
 	}
 	p.active = false
-	return p.limit, mean, true
+	return p.limit, mean, true, true
 }
 
 // exit returns the limit to go back to after a probe: the limit before it,
@@ -114,7 +126,7 @@ func (p *probe) add(s Sample) (limit float64, rtt time.Duration, done bool) {
 // limit with a given RTT holds no more queue than its controller allows,
 // judged against the measurement the probe has just made.
 func (p *probe) exit(fits func(limit float64, rtt time.Duration) bool) float64 {
-	if p.before != 0 && fits(p.saved, p.before) {
+	if p.hasBefore && fits(p.saved, p.before) {
 		return p.saved
 	}
 	next := p.limit

@@ -103,7 +103,7 @@ func TestNoOverAdmission(t *testing.T) {
 				if i%5 == 0 {
 					p.Dropped()
 				} else {
-					p.Success()
+					p.Succeeded()
 				}
 			}
 		})

@@ -32,7 +32,7 @@ func TestSimulation(t *testing.T) {
 		p99Ratio float64 // at most
 	}{
 		{"AIMD", func() adaptive.Controller { return &adaptive.AIMD{Timeout: 24 * time.Millisecond} },
-			4500, 12500, 1000, 2200, 2},
+			2600, 12500, 800, 2400, 2},
 		{"Vegas", func() adaptive.Controller { return &adaptive.Vegas{} },
 			750, 6500, 1300, 450, 2},
 		{"Gradient2", func() adaptive.Controller { return &adaptive.Gradient2{} },

@@ -1,7 +1,6 @@
 package adaptive
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -76,7 +75,9 @@ type Vegas struct {
 	ProbeMultiplier int
 
 	rttNoLoad  time.Duration // the probe's measurement, or a lower window mean since
+	measured   bool          // whether rttNoLoad is known
 	last       time.Duration // the mean RTT of the last window that was not application-limited
+	hasLast    bool          // whether last is known
 	win        window
 	probe      probe
 	probeCount int     // samples since the last probe ended
@@ -85,16 +86,18 @@ type Vegas struct {
 	seeded     bool
 }
 
-func (v *Vegas) check() error {
+// Validate returns an error wrapping ErrInvalidController if a field is
+// out of its range (NaN included), nil otherwise. New calls it.
+func (v *Vegas) Validate() error {
 	switch {
 	case v.Alpha < 0 || v.Beta < 0:
-		return fmt.Errorf("Vegas.Alpha %d and Beta %d must not be negative", v.Alpha, v.Beta)
+		return invalid("Vegas.Alpha %d and Beta %d must not be negative", v.Alpha, v.Beta)
 	case v.Alpha != 0 && v.Beta != 0 && v.Alpha > v.Beta:
-		return fmt.Errorf("Vegas.Alpha %d is above Beta %d", v.Alpha, v.Beta)
-	case v.Smoothing < 0 || v.Smoothing > 1:
-		return fmt.Errorf("Vegas.Smoothing %v is outside (0, 1]", v.Smoothing)
+		return invalid("Vegas.Alpha %d is above Beta %d", v.Alpha, v.Beta)
+	case !(v.Smoothing >= 0 && v.Smoothing <= 1):
+		return invalid("Vegas.Smoothing %v is outside (0, 1]", v.Smoothing)
 	case v.ProbeMultiplier < 0:
-		return fmt.Errorf("Vegas.ProbeMultiplier %d is negative", v.ProbeMultiplier)
+		return invalid("Vegas.ProbeMultiplier %d is negative", v.ProbeMultiplier)
 	}
 	return nil
 }
@@ -111,29 +114,40 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 		v.seeded = true
 	}
 	v.probeCount++
-	if v.rttNoLoad == 0 || v.jitter*float64(orDefaultInt(v.ProbeMultiplier, 30))*limit <= float64(v.probeCount) {
-		return v.probe.begin(limit, v.last, v.rttNoLoad, s.End())
+	switch {
+	case !v.measured && !s.Dropped && s.RTT == 0:
+		// An RTT the clock cannot resolve: no probe can measure less.
+		v.rttNoLoad, v.measured = 0, true
+		v.resetProbe()
+	case !v.measured:
+		return v.probe.begin(limit, v.last, v.hasLast, v.rttNoLoad, false, s.End())
+	case v.jitter*float64(orDefaultInt(v.ProbeMultiplier, 30))*limit <= float64(v.probeCount):
+		if v.hasLast && v.last <= v.rttNoLoad {
+			v.resetProbe() // the last window showed no queue: a probe would measure the same
+			break
+		}
+		return v.probe.begin(limit, v.last, v.hasLast, v.rttNoLoad, true, s.End())
 	}
 
-	s, ok := v.win.add(limit, s)
+	w, ok := v.win.add(limit, s)
 	if !ok {
 		return limit
 	}
+	if w.failed {
+		return 1 // nothing completed: to the minimum, which the Limiter enforces
+	}
 	lg := log10Floor(limit)
 	next := limit - lg // a drop
-	if !s.Dropped {
-		if s.RTT <= 0 {
-			return limit // no time to judge by
-		}
+	if !w.dropped {
 		// A window faster than rttNoLoad shows a service that got faster
 		// since the probe; a slower one is left to the next probe, which
 		// tells a slower service from a queue.
-		v.rttNoLoad = min(v.rttNoLoad, s.RTT)
-		if float64(s.InFlight)*2 < limit {
+		v.rttNoLoad = min(v.rttNoLoad, w.rtt)
+		if float64(w.inFlight)*2 < limit {
 			return limit // application-limited: the RTT says nothing about the limit
 		}
-		v.last = s.RTT
-		switch queue := v.queue(limit, s.RTT); {
+		v.last, v.hasLast = w.rtt, true
+		switch queue := v.queue(limit, w.rtt); {
 		case queue <= lg:
 			next = limit + v.beta(limit)
 		case queue < v.alpha(limit):
@@ -150,13 +164,16 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 
 // probeNext takes a sample during a probe and returns the limit to use.
 func (v *Vegas) probeNext(s Sample) float64 {
-	limit, rtt, done := v.probe.add(s)
+	limit, rtt, done, measured := v.probe.add(s)
 	if !done {
 		return limit
 	}
-	v.rttNoLoad = rtt
 	v.resetProbe()
 	v.win.restart(s.End())
+	if !measured {
+		return 1 // a step completed nothing: as a window that did not
+	}
+	v.rttNoLoad, v.measured = rtt, true
 	// Go back to the limit before the probe if Vegas would not have
 	// lowered it, measured against the new rttNoLoad; else to the largest
 	// probed limit it would not lower, and let the rule raise it from
@@ -169,6 +186,9 @@ func (v *Vegas) probeNext(s Sample) float64 {
 // queue returns the queue that limit builds in the service, as estimated
 // from its RTT: limit × (1 − rttNoLoad/rtt), rounded up.
 func (v *Vegas) queue(limit float64, rtt time.Duration) float64 {
+	if rtt <= v.rttNoLoad {
+		return 0 // no queue, and no division by an RTT of 0
+	}
 	return math.Ceil(limit * (1 - float64(v.rttNoLoad)/float64(rtt)))
 }
 

@@ -17,9 +17,6 @@ import (
 // goroutine that ends it, and must be safe for concurrent use.
 type Classifier func(ctx context.Context, method string, err error) adaptive.Outcome
 
-// succeeded is the outcome of an RPC that completed.
-const succeeded = adaptive.Success
-
 // Classify is the default Classifier, the rule in the package doc: no
 // error is Succeeded; ResourceExhausted, Unavailable and DeadlineExceeded
 // are Dropped; Canceled is Ignored, unless ctx was cancelled at its
@@ -28,7 +25,7 @@ const succeeded = adaptive.Success
 // Succeeded otherwise. The method name is not consulted.
 func Classify(ctx context.Context, method string, err error) adaptive.Outcome {
 	if err == nil {
-		return succeeded
+		return adaptive.Succeeded
 	}
 	switch code(err) {
 	case codes.ResourceExhausted, codes.Unavailable, codes.DeadlineExceeded:
@@ -41,7 +38,7 @@ func Classify(ctx context.Context, method string, err error) adaptive.Outcome {
 	}
 	switch {
 	case ctx.Err() == nil:
-		return succeeded
+		return adaptive.Succeeded
 	case timedOut(ctx):
 		return adaptive.Dropped
 	}

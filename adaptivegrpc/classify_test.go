@@ -47,8 +47,8 @@ func TestClassifyFollowsTheDocumentedTable(t *testing.T) {
 	cancel4()
 
 	tests := []classifyCase{
-		{"no error", bg, nil, succeeded},
-		{"no error, though the context ended", expired, nil, succeeded},
+		{"no error", bg, nil, adaptive.Succeeded},
+		{"no error, though the context ended", expired, nil, adaptive.Succeeded},
 		{"ResourceExhausted", bg, status.Error(codes.ResourceExhausted, "full"), adaptive.Dropped},
 		{"Unavailable", bg, status.Error(codes.Unavailable, "down"), adaptive.Dropped},
 		{"DeadlineExceeded", bg, status.Error(codes.DeadlineExceeded, "slow"), adaptive.Dropped},
@@ -65,16 +65,16 @@ func TestClassifyFollowsTheDocumentedTable(t *testing.T) {
 		{"wrapped context.DeadlineExceeded", bg, fmt.Errorf("query: %w", context.DeadlineExceeded), adaptive.Dropped},
 		{"wrapped context.Canceled", bg, fmt.Errorf("query: %w", context.Canceled), adaptive.Ignored},
 		{"wrapped Unavailable", bg, fmt.Errorf("backend: %w", status.Error(codes.Unavailable, "down")), adaptive.Dropped},
-		{"wrapped InvalidArgument", bg, fmt.Errorf("backend: %w", status.Error(codes.InvalidArgument, "bad")), succeeded},
+		{"wrapped InvalidArgument", bg, fmt.Errorf("backend: %w", status.Error(codes.InvalidArgument, "bad")), adaptive.Succeeded},
 		{"the shed error of this package", bg, shedError(t), adaptive.Dropped},
-		{"a status error that is nil", bg, nilStatusError{}, succeeded},
+		{"a status error that is nil", bg, nilStatusError{}, adaptive.Succeeded},
 		{"a status error that is nil, the deadline passed", expired, nilStatusError{}, adaptive.Dropped},
 		{"plain error, deadline passed", expired, errors.New("query failed"), adaptive.Dropped},
 		{"plain error, client left", cancelled, errors.New("query failed"), adaptive.Ignored},
-		{"plain error", bg, errors.New("query failed"), succeeded},
+		{"plain error", bg, errors.New("query failed"), adaptive.Succeeded},
 	}
 	for c := codes.OK + 1; c <= codes.Unauthenticated; c++ {
-		want := succeeded
+		want := adaptive.Succeeded
 		switch c {
 		case codes.ResourceExhausted, codes.Unavailable, codes.DeadlineExceeded:
 			want = adaptive.Dropped
@@ -82,7 +82,7 @@ func TestClassifyFollowsTheDocumentedTable(t *testing.T) {
 			want = adaptive.Ignored
 		}
 		tests = append(tests, classifyCase{"code " + c.String(), bg, status.Error(c, "x"), want})
-		if want == succeeded {
+		if want == adaptive.Succeeded {
 			tests = append(tests,
 				classifyCase{"code " + c.String() + ", deadline passed", expired, status.Error(c, "x"), adaptive.Dropped},
 				classifyCase{"code " + c.String() + ", client left", cancelled, status.Error(c, "x"), adaptive.Ignored})

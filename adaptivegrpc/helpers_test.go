@@ -27,9 +27,6 @@ func fixedLimiter(t testing.TB, n int64) *adaptive.Limiter {
 	return lim
 }
 
-// succeeded is the outcome of a completed request.
-const succeeded = adaptive.Success
-
 // counts is what a test reads of a limiter's Stats.
 type counts struct {
 	Succeeded, Dropped, Ignored, Rejected uint64
@@ -39,7 +36,7 @@ type counts struct {
 
 func countsOf(lim *adaptive.Limiter) counts {
 	st := lim.Stats()
-	return counts{Succeeded: st.Success, Dropped: st.Dropped, Ignored: st.Ignored, Rejected: st.Rejected, InFlight: st.InFlight, Waiters: st.Waiters}
+	return counts{Succeeded: st.Succeeded, Dropped: st.Dropped, Ignored: st.Ignored, Rejected: st.Rejected, InFlight: st.InFlight, Waiters: st.Waiters}
 }
 
 // service is a TestService whose methods a test sets; the defaults

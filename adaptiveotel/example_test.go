@@ -31,7 +31,8 @@ func Example() {
 	}
 	defer reg.Unregister()
 
-	// Twenty requests time out: AIMD backs off.
+	// Twenty requests time out and none completes: the limit falls to its
+	// minimum.
 	for range 20 {
 		var p adaptive.Permit
 		lim.TryAcquire(&p)
@@ -55,7 +56,7 @@ func Example() {
 		}
 	}
 	// Output:
-	// atomicsem.adaptive.limit 16
+	// atomicsem.adaptive.limit 1
 	// atomicsem.adaptive.in_flight 0
 	// atomicsem.adaptive.waiting 0
 	// atomicsem.adaptive.requests dropped 20

@@ -16,9 +16,6 @@ import (
 	"github.com/atomicsem/atomicsem/adaptive"
 )
 
-// succeeded is the outcome of a completed request.
-const succeeded = adaptive.Success
-
 // pinned is a Controller that moves the limit, at each sample, to the
 // value the test last set.
 type pinned struct{ to atomic.Int64 }

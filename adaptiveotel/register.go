@@ -134,12 +134,9 @@ func (r *reporter) observe(_ context.Context, o metric.Observer) error {
 	if st.LastRTT > 0 {
 		o.ObserveFloat64(r.lastRTT, st.LastRTT.Seconds(), r.attrs)
 	}
-	o.ObserveInt64(r.requests, int64(succeeded(st)), r.succeeded)
+	o.ObserveInt64(r.requests, int64(st.Succeeded), r.succeeded)
 	o.ObserveInt64(r.requests, int64(st.Dropped), r.dropped)
 	o.ObserveInt64(r.requests, int64(st.Ignored), r.ignored)
 	o.ObserveInt64(r.requests, int64(st.Rejected), r.rejected)
 	return nil
 }
-
-// succeeded returns the count of requests that ended in success.
-func succeeded(st adaptive.Stats) uint64 { return st.Success }

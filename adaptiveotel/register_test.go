@@ -45,7 +45,7 @@ func TestRegisterReportsTheLimiter(t *testing.T) {
 
 	time.Sleep(time.Millisecond) // so that the round trip is not 0 on a coarse clock
 	ctrl.to.Store(4)
-	a.End(succeeded)
+	a.End(adaptive.Succeeded)
 	rtt := lim.Stats().LastRTT
 	require.Positive(t, rtt)
 	want["atomicsem.adaptive.limit{limiter=api}"] = 4

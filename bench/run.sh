@@ -12,8 +12,10 @@
 #   credit    package credit (BenchmarkCredit*)
 #   group     package group (BenchmarkGroup*)
 #   adaptive  package adaptive (BenchmarkAcquireRecord in bench/adaptive)
-#             beside failsafe-go and go-concurrency-limits, and the
-#             side-by-side simulation (results/adaptive-sim.txt)
+#             beside failsafe-go and go-concurrency-limits, the
+#             side-by-side simulation and failure scenarios
+#             (results/adaptive-sim.txt), and the plots docs/adaptive.md
+#             shows (docs/adaptive-follow.png, docs/adaptive-failure.png)
 #   etcdsem   the fleet semaphore against etcd's concurrency.Mutex, on an
 #             in-process etcd server (BenchmarkLimitOne in the etcdsem
 #             module)
@@ -150,10 +152,14 @@ if [ -n "$TABLES" ]; then
 	exit 0
 fi
 
+# The revision is read once, before anything is written: a header written
+# into a results file that git tracks would otherwise see that file
+# truncated by its own redirection, and call the tree dirty.
+REV=$(git describe --always --dirty 2>/dev/null || echo "an unknown revision")
 header() {
 	echo "# $(lscpu | grep -m1 'Model name' | sed 's/.*: *//') (family $(lscpu | grep -m1 'CPU family' | sed 's/.*: *//') model $(lscpu | grep -m1 '^Model:' | sed 's/.*: *//')), $(nproc) CPUs, $(uname -sr)"
 	echo "# $(go version); load average at the start:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
-	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${CPU:-default} bench/run.sh $1, at $(git describe --always --dirty 2>/dev/null || echo "an unknown revision")"
+	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${CPU:-default} bench/run.sh $1, at $REV"
 }
 
 # bin_of names the test binary of package $1.
@@ -184,10 +190,7 @@ for g in "${groups[@]}"; do
 		continue
 	fi
 	run+=("$g")
-	# The header is taken before the redirection truncates the results
-	# file, so that git describe sees the tree as it was committed.
-	hdr=$(header "$g")
-	echo "$hdr" >"$RESULTS/$g.txt"
+	header "$g" >"$RESULTS/$g.txt"
 done
 
 for i in $(seq "$COUNT"); do
@@ -210,22 +213,24 @@ for g in "${run[@]}"; do
 	echo "run.sh: wrote $RESULTS/$g.txt and $RESULTS/$g.benchstat.txt" >&2
 done
 
-# The adaptive group also writes the side-by-side simulation that
-# docs/adaptive.md quotes. It runs on a fake clock, so one run is exact and
-# takes seconds.
+# The adaptive group also writes the side-by-side simulation and failure
+# scenarios that docs/adaptive.md quotes, and draws its plots. They run on a
+# fake clock, so one run is exact and takes seconds.
 for g in "${run[@]}"; do
 	[ "$g" = adaptive ] || continue
 	{
-		echo "# adaptivetest.Evaluate, side by side (TestSimulationSideBySide -adaptive.long in bench/adaptive)"
+		echo "# adaptivetest.Evaluate and adaptivetest.Scenarios, side by side (TestSimulationSideBySide -adaptive.long and TestFailureScenariosSideBySide in bench/adaptive)"
 		header "$g" | sed -n 2,3p
 		echo
-		(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^TestSimulationSideBySide$' -test.v -adaptive.long) |
+		(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^(TestSimulationSideBySide|TestFailureScenariosSideBySide)$' -test.v -adaptive.long) |
 			sed -n 's/^        //p'
 	} >"$RESULTS/adaptive-sim.txt"
 	echo "run.sh: wrote $RESULTS/adaptive-sim.txt" >&2
-	plot=$PWD/$RESULTS/adaptive-follow.png
-	[[ $RESULTS == /* ]] && plot=$RESULTS/adaptive-follow.png
-	published && plot=$(cd .. && pwd)/docs/adaptive-follow.png
-	(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^TestPlotFollow$' -adaptive.plot "$plot" >/dev/null)
-	echo "run.sh: wrote $plot" >&2
+	# The plots go to docs/, or beside the results when RESULTS names
+	# another directory.
+	plots=$PWD/../docs
+	[ "$RESULTS" = results ] || plots=$(cd "$RESULTS" && pwd)
+	(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^TestPlot' \
+		-adaptive.plot "$plots/adaptive-follow.png" -adaptive.failureplot "$plots/adaptive-failure.png") >/dev/null
+	echo "run.sh: wrote $plots/adaptive-follow.png and $plots/adaptive-failure.png" >&2
 done

@@ -46,11 +46,13 @@ func (g gclSim) TryAcquire() (adaptivetest.Request, bool) {
 func (g gclSim) Limit() int { return g.l.EstimatedLimit() }
 
 // gclRequest ends a go-concurrency-limits listener: a drop is OnDropped,
-// which the limit algorithms take as a sign of overload.
+// which the limit algorithms take as a sign of overload, and a request
+// whose client cancelled OnIgnore, which gives them no sample.
 type gclRequest struct{ l core.Listener }
 
 func (r gclRequest) Success() { r.l.OnSuccess() }
 func (r gclRequest) Dropped() { r.l.OnDropped() }
+func (r gclRequest) Ignored() { r.l.OnIgnore() }
 
 type gclAdmitter struct{ l *limiter.DefaultLimiter }
 

@@ -46,7 +46,7 @@ func (a oursAdmitter) admitRecord() bool {
 	if !a.l.TryAcquire(&p) {
 		return false
 	}
-	p.Success()
+	p.Succeeded()
 	return true
 }
 
@@ -84,11 +84,13 @@ func (f failsafeSim) Limit() int { return f.l.Limit() }
 
 // failsafeRequest ends a failsafe-go permit. A drop is Drop, which
 // failsafe-go documents for executions that end prematurely, such as by a
-// timeout: it frees the permit without a sample.
+// timeout: it frees the permit without a sample. A request whose client
+// cancelled ends the same way, failsafe-go having no other.
 type failsafeRequest struct{ p adaptivelimiter.Permit }
 
 func (r failsafeRequest) Success() { r.p.Record() }
 func (r failsafeRequest) Dropped() { r.p.Drop() }
+func (r failsafeRequest) Ignored() { r.p.Drop() }
 
 type failsafeAdmitter struct {
 	l adaptivelimiter.AdaptiveLimiter[any]

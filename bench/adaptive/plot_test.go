@@ -19,8 +19,12 @@ import (
 	"github.com/atomicsem/atomicsem/adaptive/adaptivetest"
 )
 
-var plot = flag.String("adaptive.plot", "",
-	"write a PNG of the limits in the simulation's follow run to this file")
+var (
+	plot = flag.String("adaptive.plot", "",
+		"write a PNG of the limits in the simulation's follow run to this file")
+	failurePlot = flag.String("adaptive.failureplot", "",
+		"write a PNG of the limits in the total-failure and hang scenarios to this file")
+)
 
 // TestPlotFollow draws the limit of every limiter through the follow run
 // of adaptivetest.Evaluate (capacity 100, 50, 100; four seconds each), with
@@ -31,78 +35,141 @@ func TestPlotFollow(t *testing.T) {
 	if *plot == "" {
 		t.Skip("no -adaptive.plot file")
 	}
-	const (
-		w, h             = 900, 420
-		left, top, right = 50, 20, 200
-		bottom           = 40
-		yMax             = 250.0
-	)
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
 	length := adaptivetest.PhaseLength
-	total := 3 * length
-	x := func(d time.Duration) int { return left + int(float64(w-left-right)*float64(d)/float64(total)) }
-	y := func(v float64) int { return h - bottom - int(float64(h-top-bottom)*min(v, yMax)/yMax) }
-	line := func(x0, y0, x1, y1 int, c color.Color) {
-		for i, n := 0, max(abs(x1-x0), abs(y1-y0), 1); i <= n; i++ {
-			img.Set(x0+(x1-x0)*i/n, y0+(y1-y0)*i/n, c)
+	cfg := adaptivetest.Config{
+		ServiceTime: adaptivetest.ServiceTime,
+		Phases: []adaptivetest.Phase{
+			{Duration: length, Capacity: 100, Offered: 2},
+			{Duration: length, Capacity: 50, Offered: 2},
+			{Duration: length, Capacity: 100, Offered: 2},
+		},
+	}
+	img := newChart(900, 420, cfg.Phases, 250, "limit; capacity (grey) and its +/-25 % band; capacity 100, 50, 100")
+	for i, p := range peers {
+		synctest.Test(t, func(t *testing.T) {
+			img.trace(i, p.name, adaptivetest.Run(p.sim(adaptivetest.MinLimit, adaptivetest.MaxLimit, adaptivetest.Capacity), cfg))
+		})
+	}
+	img.write(t, *plot)
+}
+
+// TestPlotFailures draws the limit of every limiter through two of
+// adaptivetest's failure scenarios, total failure and hang (healthy for
+// 4 s, failing for 10 s, healthy again for 6 s), one panel each, when
+// -adaptive.failureplot names a file:
+//
+//	go test -run PlotFailures ./adaptive -adaptive.failureplot ../../docs/adaptive-failure.png
+func TestPlotFailures(t *testing.T) {
+	if *failurePlot == "" {
+		t.Skip("no -adaptive.failureplot file")
+	}
+	var panels []*chart
+	for _, sc := range adaptivetest.Scenarios() {
+		if sc.Name != "total failure" && sc.Name != "hang" {
+			continue
+		}
+		c := newChart(900, 360, sc.Config.Phases, 250,
+			sc.Name+": limit; capacity (grey) and its +/-25 % band; failing from 4 s to 14 s")
+		for i, p := range peers {
+			synctest.Test(t, func(t *testing.T) {
+				c.trace(i, p.name, adaptivetest.Run(p.sim(sc.Min, sc.Max, sc.Initial), sc.Config))
+			})
+		}
+		panels = append(panels, c)
+	}
+	require.Len(t, panels, 2)
+	all := image.NewRGBA(image.Rect(0, 0, 900, 720))
+	for i, c := range panels {
+		draw.Draw(all, image.Rect(0, 360*i, 900, 360*(i+1)), c.img, image.Point{}, draw.Src)
+	}
+	writePNG(t, *failurePlot, all)
+}
+
+// chart is a plot of limits against time over a run's phases, with the
+// capacity of each phase and its ±25 % band.
+type chart struct {
+	img                      *image.RGBA
+	w, h                     int
+	left, top, right, bottom int
+	yMax                     float64
+	total                    time.Duration
+}
+
+func newChart(w, h int, phases []adaptivetest.Phase, yMax float64, title string) *chart {
+	c := &chart{img: image.NewRGBA(image.Rect(0, 0, w, h)), w: w, h: h, left: 50, top: 20, right: 200, bottom: 40, yMax: yMax}
+	draw.Draw(c.img, c.img.Bounds(), image.White, image.Point{}, draw.Src)
+	for _, ph := range phases {
+		c.total += ph.Duration
+	}
+	grey, band := color.Gray{Y: 120}, color.RGBA{R: 225, G: 235, B: 225, A: 255}
+	var at time.Duration
+	for _, ph := range phases {
+		x0, x1 := c.x(at), c.x(at+ph.Duration)
+		capacity := float64(ph.Capacity)
+		draw.Draw(c.img, image.Rect(x0, c.y(capacity*1.25), x1, c.y(capacity*0.75)), image.NewUniform(band), image.Point{}, draw.Src)
+		c.line(x0, c.y(capacity), x1, c.y(capacity), grey)
+		at += ph.Duration
+	}
+	c.line(c.left, c.y(0), w-c.right, c.y(0), color.Black)
+	c.line(c.left, c.y(0), c.left, c.y(yMax), color.Black)
+	for v := 0.0; v <= yMax; v += 50 {
+		c.line(c.left-4, c.y(v), c.left, c.y(v), color.Black)
+		c.text(8, c.y(v)+4, formatInt(int(v)), color.Black)
+	}
+	for s := time.Duration(0); s <= c.total; s += 2 * time.Second {
+		c.line(c.x(s), c.y(0), c.x(s), c.y(0)+4, color.Black)
+		c.text(c.x(s)-8, h-c.bottom+18, formatInt(int(s/time.Second))+"s", color.Black)
+	}
+	c.text(c.left+4, c.top+10, title, color.Black)
+	return c
+}
+
+var traceColors = []color.Color{
+	color.RGBA{R: 200, A: 255}, color.RGBA{R: 230, G: 140, A: 255}, color.RGBA{B: 200, A: 255},
+	color.RGBA{G: 150, A: 255}, color.RGBA{G: 150, B: 150, A: 255}, color.RGBA{R: 150, B: 150, A: 255},
+}
+
+// trace draws the limit through res as the i-th line, with its legend.
+func (c *chart) trace(i int, name string, res []adaptivetest.PhaseResult) {
+	col := traceColors[i%len(traceColors)]
+	var at time.Duration
+	prev := -1
+	for _, ph := range res {
+		for _, l := range ph.Trace {
+			if prev >= 0 {
+				c.line(c.x(at-adaptivetest.TraceEvery), c.y(float64(prev)), c.x(at), c.y(float64(l)), col)
+			}
+			prev = l
+			at += adaptivetest.TraceEvery
 		}
 	}
-	text := func(px, py int, s string, c color.Color) {
-		d := font.Drawer{Dst: img, Src: image.NewUniform(c), Face: basicfont.Face7x13, Dot: fixed.P(px, py)}
-		d.DrawString(s)
-	}
+	c.line(c.w-c.right+10, c.top+20+18*i, c.w-c.right+30, c.top+20+18*i, col)
+	c.text(c.w-c.right+36, c.top+24+18*i, name, col)
+}
 
-	grey, band := color.Gray{Y: 120}, color.RGBA{R: 225, G: 235, B: 225, A: 255}
-	for i, c := range []float64{100, 50, 100} {
-		x0, x1 := x(time.Duration(i)*length), x(time.Duration(i+1)*length)
-		draw.Draw(img, image.Rect(x0, y(c*1.25), x1, y(c*0.75)), image.NewUniform(band), image.Point{}, draw.Src)
-		line(x0, y(c), x1, y(c), grey)
-	}
-	line(left, y(0), w-right, y(0), color.Black)
-	line(left, y(0), left, y(yMax), color.Black)
-	for v := 0.0; v <= yMax; v += 50 {
-		line(left-4, y(v), left, y(v), color.Black)
-		text(8, y(v)+4, formatInt(int(v)), color.Black)
-	}
-	for s := time.Duration(0); s <= total; s += 2 * time.Second {
-		line(x(s), y(0), x(s), y(0)+4, color.Black)
-		text(x(s)-8, h-bottom+18, formatInt(int(s/time.Second))+"s", color.Black)
-	}
-	text(left+4, top+10, "limit; capacity (grey) and its +/-25 % band; capacity 100, 50, 100", color.Black)
+func (c *chart) x(d time.Duration) int {
+	return c.left + int(float64(c.w-c.left-c.right)*float64(d)/float64(c.total))
+}
 
-	colors := []color.Color{
-		color.RGBA{R: 200, A: 255}, color.RGBA{R: 230, G: 140, A: 255}, color.RGBA{B: 200, A: 255},
-		color.RGBA{G: 150, A: 255}, color.RGBA{G: 150, B: 150, A: 255}, color.RGBA{R: 150, B: 150, A: 255},
-	}
-	for i, p := range peers {
-		c := colors[i%len(colors)]
-		synctest.Test(t, func(t *testing.T) {
-			res := adaptivetest.Run(p.sim(adaptivetest.MinLimit, adaptivetest.MaxLimit, adaptivetest.Capacity), adaptivetest.Config{
-				ServiceTime: adaptivetest.ServiceTime,
-				Phases: []adaptivetest.Phase{
-					{Duration: length, Capacity: 100, Offered: 2},
-					{Duration: length, Capacity: 50, Offered: 2},
-					{Duration: length, Capacity: 100, Offered: 2},
-				},
-			})
-			var at time.Duration
-			prev := -1
-			for _, ph := range res {
-				for _, l := range ph.Trace {
-					if prev >= 0 {
-						line(x(at-adaptivetest.TraceEvery), y(float64(prev)), x(at), y(float64(l)), c)
-					}
-					prev = l
-					at += adaptivetest.TraceEvery
-				}
-			}
-		})
-		line(w-right+10, top+20+18*i, w-right+30, top+20+18*i, c)
-		text(w-right+36, top+24+18*i, p.name, c)
-	}
+func (c *chart) y(v float64) int {
+	return c.h - c.bottom - int(float64(c.h-c.top-c.bottom)*min(v, c.yMax)/c.yMax)
+}
 
-	f, err := os.Create(*plot)
+func (c *chart) line(x0, y0, x1, y1 int, col color.Color) {
+	for i, n := 0, max(abs(x1-x0), abs(y1-y0), 1); i <= n; i++ {
+		c.img.Set(x0+(x1-x0)*i/n, y0+(y1-y0)*i/n, col)
+	}
+}
+
+func (c *chart) text(px, py int, s string, col color.Color) {
+	d := font.Drawer{Dst: c.img, Src: image.NewUniform(col), Face: basicfont.Face7x13, Dot: fixed.P(px, py)}
+	d.DrawString(s)
+}
+
+func (c *chart) write(t *testing.T, file string) { writePNG(t, file, c.img) }
+
+func writePNG(t *testing.T, file string, img image.Image) {
+	f, err := os.Create(file)
 	require.NoError(t, err)
 	require.NoError(t, png.Encode(f, img))
 	require.NoError(t, f.Close())
