@@ -2,12 +2,12 @@ package etcdsem
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/atomicsem/atomicsem/token"
@@ -52,27 +52,61 @@ const grantBatch = 32
 // gives up its session (see the package documentation), so that the key
 // cannot hold back the waiters behind it for longer than the lease.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
-	if err := s.checkRequest(n); err != nil {
-		return token.Token{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return token.Token{}, err
-	}
-	if err := s.alive(); err != nil {
-		return token.Token{}, err
-	}
-	if n == 0 {
-		if err := s.checkOpen(ctx); err != nil {
-			return token.Token{}, err
-		}
-		return emptyToken(), nil
-	}
-	key := s.newKey()
-	v, err := s.arrive(ctx, key, n)
+	s.check("Acquire", ctx)
+	h, err := s.acquire(ctx, n, false)
 	if err != nil {
 		return token.Token{}, err
 	}
-	w := &waiter{s: s, key: key, n: n, ctx: ctx, create: v.rev}
+	return h.token(), nil
+}
+
+// AcquireFenced is Acquire for a caller that guards what the permits
+// protect: with the token, it returns the token's Fence, which makes an
+// etcd write conditional on the token still holding its permits and says
+// when it no longer does (see Fence). It fails as Acquire does, and also
+// returns ErrInvalidPermits for n = 0: a token for nothing has no key to
+// fence with.
+func (s *Semaphore) AcquireFenced(ctx context.Context, n int64) (token.Token, Fence, error) {
+	s.check("AcquireFenced", ctx)
+	if n == 0 {
+		return token.Token{}, Fence{}, fmt.Errorf("%w: AcquireFenced(0) has nothing to fence", ErrInvalidPermits)
+	}
+	h, err := s.acquire(ctx, n, true)
+	if err != nil {
+		return token.Token{}, Fence{}, err
+	}
+	return h.token(), h.fence(), nil
+}
+
+// acquire is Acquire, and returns the owner of the token to make (nil for
+// no permits); fenced asks for a loss signal on it.
+func (s *Semaphore) acquire(ctx context.Context, n int64, fenced bool) (*holding, error) {
+	if err := s.checkRequest(n); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.alive(); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		if err := s.checkOpen(ctx); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	key := s.newKey()
+	w := &waiter{s: s, key: key, n: n, ctx: ctx, fenced: fenced}
+	v, grantedAt, err := s.arrive(ctx, key, n)
+	switch {
+	case err != nil:
+		return nil, err
+	case grantedAt != 0:
+		w.create = grantedAt
+		return w.granted(grantedAt)
+	}
+	w.create = v.rev
 	return w.wait(w.assess(v))
 }
 
@@ -106,98 +140,128 @@ func (s *Semaphore) checkOpen(ctx context.Context) error {
 // nothing.
 func emptyToken() token.Token { return token.New(noPermits{}, 0, 0) }
 
-// arrive writes the caller's waiting key for n permits, bound to the
-// session's lease, and returns the semaphore's view at that revision, in
-// one round trip. The key is written only while the config is the one the
-// handle last saw, so that no key is ever written to a closed semaphore;
-// when the config has moved on, the transaction reads it instead and
-// arrive tries again.
-func (s *Semaphore) arrive(ctx context.Context, key string, n int64) (*view, error) {
+// arrive writes the caller's key for n permits, bound to the session's
+// lease, in one round trip. Where no acquirer's key exists and n fits the
+// limit, the key is written held and arrive returns the revision of that
+// grant; otherwise it is written waiting, and arrive returns the
+// semaphore's view at that revision.
+//
+// The key is written only while the config is the one the handle last saw,
+// so that no key is ever written to a closed semaphore, and only while the
+// handle's floor key is as the handle last saw it (see cleanUp). When
+// either has moved on, the transaction reads both instead and arrive tries
+// again.
+func (s *Semaphore) arrive(ctx context.Context, key string, n int64) (_ *view, grantedAt int64, _ error) {
 	for {
 		c := s.cachedConfig()
 		if c.Closed {
-			return nil, ErrClosed // closing is final
+			return nil, 0, ErrClosed // closing is final
 		}
-		rctx, cancel := s.rpcContext(ctx)
-		resp, err := s.client.Txn(rctx).
-			If(
-				clientv3.Compare(clientv3.Value(s.cfgKey), "=", c.value),
-				clientv3.Compare(clientv3.CreateRevision(key), "=", 0), // see cleanUp
-			).
-			Then(
-				clientv3.OpPut(key, entryValue(false, n), clientv3.WithLease(s.session.Lease())),
-				clientv3.OpGet(s.prefix, clientv3.WithPrefix()),
-			).
-			Else(clientv3.OpGet(s.cfgKey), clientv3.OpGet(key, clientv3.WithCountOnly())).
-			Commit()
-		cancel()
+		fast := n <= c.Limit // if nobody holds or waits, the rules admit n at once
+		resp, err := s.arrival(ctx, key, n, c, s.floorMod.Load(), fast)
 		if err != nil {
 			// The key may have been written: take it out again.
-			return nil, s.cleanUp(ctx, key, s.rpcError(ctx, err))
+			return nil, 0, s.cleanUp(ctx, key, s.rpcError(ctx, err))
 		}
-		if resp.Succeeded {
-			v, err := s.viewOf(resp.Header.Revision, resp.Responses[1].GetResponseRange().Kvs)
+		if fast && resp.Succeeded {
+			return nil, resp.Header.Revision, nil
+		}
+		inner := (*pb.TxnResponse)(resp)
+		if fast {
+			inner = resp.Responses[0].GetResponseTxn()
+		}
+		if inner.Succeeded {
+			v, err := s.viewOf(resp.Header.Revision, inner.Responses[1].GetResponseRange().Kvs)
 			if err != nil {
-				return nil, s.cleanUp(ctx, key, err)
+				return nil, 0, s.takeBack(ctx, key, err)
 			}
-			return v, nil
+			return v, 0, nil
 		}
-		if resp.Responses[1].GetResponseRange().Count > 0 {
-			return nil, errKeyTaken
+		if kvs := inner.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+			s.noteFloor(kvs[0].ModRevision)
 		}
-		kvs := resp.Responses[0].GetResponseRange().Kvs
+		kvs := inner.Responses[0].GetResponseRange().Kvs
 		if len(kvs) == 0 {
-			return nil, fmt.Errorf("%w: %q is missing", ErrForeignKeys, s.cfgKey)
+			return nil, 0, fmt.Errorf("%w: %q is missing", ErrForeignKeys, s.cfgKey)
 		}
 		c, err = decodeConfig(s.cfgKey, kvs[0].Value, kvs[0].ModRevision)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		s.noteConfig(c)
 	}
 }
 
-// errKeyTaken is what arrive returns if its key exists already: a write
-// that reached etcd after its Acquire gave up, and found the tombstone
-// cleanUp left (see cleanUp). No caller sees it.
-var errKeyTaken = errors.New("etcdsem: the acquirer's key was taken back")
-
-// cleanUp takes back key, written (or perhaps written) by an Acquire or
-// TryAcquire that is giving up, and returns err, the reason it gives up.
-// It is done even if the caller's context is done, and retried while the
-// connection is broken, for up to the handle's timeout; if it still fails,
-// the handle gives up its session, so that the key goes with the lease.
-//
-// A request that failed on the client's side may still reach etcd later:
-// a cancelled Acquire's write of its key can be applied after the
-// deletion meant to undo it, and leave a waiter that no one waits for. So
-// where the key does not exist, cleanUp writes a tombstone in its place,
-// under the same lease: every write that creates an acquirer's key
-// requires that the key has never been created, and the rules ignore
-// tombstones. Where the key exists, cleanUp deletes it unless it is the
-// tombstone (a retry of cleanUp must not undo the first attempt).
-// Tombstones go with the session; a handle writes one only for a call
-// whose write was in flight when it failed.
-func (s *Semaphore) cleanUp(ctx context.Context, key string, err error) error {
-	if s.alive() != nil {
-		return err // the key goes with the lease
+// arrival sends arrive's transaction for config c and the floor key's mod
+// revision floor; fast asks for the grant where no acquirer's key exists.
+func (s *Semaphore) arrival(ctx context.Context, key string, n int64, c config, floor int64, fast bool) (*clientv3.TxnResponse, error) {
+	guard := []clientv3.Cmp{
+		clientv3.Compare(clientv3.Value(s.cfgKey), "=", c.value),
+		clientv3.Compare(clientv3.ModRevision(s.floor), "=", floor),
 	}
-	dctx, cancel := s.detachedContext(ctx)
+	lease := clientv3.WithLease(s.session.Lease())
+	waitThen := []clientv3.Op{clientv3.OpPut(key, entryValue(false, n), lease), clientv3.OpGet(s.prefix, clientv3.WithPrefix())}
+	waitElse := []clientv3.Op{clientv3.OpGet(s.cfgKey), clientv3.OpGet(s.floor)}
+	rctx, cancel := s.rpcContext(ctx)
 	defer cancel()
-	derr := retry(dctx, func(ctx context.Context) error {
-		_, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, goneValue, clientv3.WithLease(s.session.Lease()))).
-			Else(clientv3.OpTxn(
-				[]clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "!=", goneValue)},
-				[]clientv3.Op{clientv3.OpDelete(key)}, nil)).
+	if !fast {
+		return s.client.Txn(rctx).If(guard...).Then(waitThen...).Else(waitElse...).Commit()
+	}
+	return s.client.Txn(rctx).
+		If(append(guard, clientv3.Compare(clientv3.Version(s.keyDir), "=", 0).WithPrefix())...).
+		Then(clientv3.OpPut(key, entryValue(true, n), lease)).
+		Else(clientv3.OpTxn(guard, waitThen, waitElse)).
+		Commit()
+}
+
+// cleanUp takes back key, perhaps written by an Acquire or TryAcquire
+// whose write failed on the client's side, and returns err, the reason
+// the caller gives up. It is done even if the caller's context is done.
+//
+// A request that failed on the client's side may still reach etcd later,
+// after the deletion meant to undo it, and leave a waiter that no one
+// waits for. So cleanUp also rewrites the handle's floor key, under the
+// session's lease, in the same transaction as the deletion: every write
+// that creates an acquirer's key requires that the floor key's mod
+// revision is the one its handle knew when it sent the write, so a write
+// sent before the clean-up and applied after it is refused. The floor key
+// is one per handle, made by the first clean-up, and goes with the
+// session; no acquirer's key and no tombstone outlives the call that wrote
+// it.
+func (s *Semaphore) cleanUp(ctx context.Context, key string, err error) error {
+	s.settle(ctx, fmt.Sprintf("taking back %q", key), func(ctx context.Context) error {
+		resp, err := s.client.Txn(ctx).
+			Then(clientv3.OpPut(s.floor, "", clientv3.WithLease(s.session.Lease())), clientv3.OpDelete(key)).
 			Commit()
+		if err == nil {
+			s.noteFloor(resp.Header.Revision)
+		}
 		return err
 	})
-	if derr != nil {
-		s.abandon(fmt.Errorf("taking back %q: %w", key, derr))
-	}
 	return err
+}
+
+// takeBack deletes key, which an Acquire that gives up is known to have
+// written, and returns err, the reason it gives up. A grant of the key
+// still in flight compares the key's mod revision, so it cannot recreate
+// it.
+func (s *Semaphore) takeBack(ctx context.Context, key string, err error) error {
+	s.settle(ctx, fmt.Sprintf("taking back %q", key), func(ctx context.Context) error {
+		_, err := s.client.Delete(ctx, key)
+		return err
+	})
+	return err
+}
+
+// noteFloor records m as the floor key's mod revision, unless a later one
+// has been seen already.
+func (s *Semaphore) noteFloor(m int64) {
+	for {
+		old := s.floorMod.Load()
+		if m <= old || s.floorMod.CompareAndSwap(old, m) {
+			return
+		}
+	}
 }
 
 // A grantReq is one grant transaction, computed from a view of the
@@ -214,6 +278,7 @@ type grantReq struct {
 	newKey   string
 	newN     int64
 	newLimit int64
+	floor    int64         // for a key it creates, the floor key's mod revision when the view was read
 	orElse   []clientv3.Op // what the transaction runs if it does not commit
 }
 
@@ -226,8 +291,8 @@ type grantReq struct {
 // An arrival's place in line is the commit's revision, not the view's, so
 // an arrival's grant also requires that no acquirer's key has been
 // created since the view (one would be ahead of it, and the view did not
-// weigh it); and a key it creates, that the key has never been created
-// (see cleanUp).
+// weigh it); and a key it creates, that the handle's floor key is as the
+// handle knew it (see cleanUp).
 func (s *Semaphore) grant(ctx context.Context, g grantReq) (*clientv3.TxnResponse, error) {
 	cmps := make([]clientv3.Cmp, 0, len(g.grantees)+3)
 	ops := make([]clientv3.Op, 0, len(g.grantees)+1)
@@ -240,7 +305,7 @@ func (s *Semaphore) grant(ctx context.Context, g grantReq) (*clientv3.TxnRespons
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keyDir), "<", g.viewRev+1).WithPrefix())
 		switch {
 		case g.newKey != "":
-			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(g.newKey), "=", 0))
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.floor), "=", g.floor))
 			ops = append(ops, clientv3.OpPut(g.newKey, entryValue(true, g.newN), clientv3.WithLease(s.session.Lease())))
 		default:
 			next := g.cfg
@@ -263,6 +328,7 @@ type waiter struct {
 	n      int64
 	ctx    context.Context
 	create int64 // the key's create revision
+	fenced bool  // the caller wants a loss signal on its token
 
 	// The fields below are guarded by the follower's mu, so that Parked
 	// (export_test.go) can tell a waiter that has seen every change and
@@ -295,7 +361,7 @@ func (w *waiter) assess(v *view) step {
 // its arrival read, until the waiter's key is held, then returns a token
 // for it; or until the waiter must give up, and then deletes the key and
 // returns why.
-func (w *waiter) wait(st step) (token.Token, error) {
+func (w *waiter) wait(st step) (*holding, error) {
 	s, ctx := w.s, w.ctx
 	defer func() {
 		if w.f != nil {
@@ -318,15 +384,15 @@ func (w *waiter) wait(st step) (token.Token, error) {
 		switch {
 		case st.me == nil:
 			// Only the lease's end deletes a waiter's key.
-			return token.Token{}, s.lostKey(w.key)
+			return nil, s.lostKey(w.key)
 		case st.me.held:
 			return w.granted(st.me.mod)
 		case st.closed:
-			return token.Token{}, s.cleanUp(ctx, w.key, ErrClosed)
+			return nil, s.takeBack(ctx, w.key, ErrClosed)
 		case st.grantees != nil && yield <= 0:
 			resp, err := s.grant(ctx, grantReq{cfg: st.cfg, grantees: st.grantees})
 			if err != nil {
-				return token.Token{}, s.cleanUp(ctx, w.key, s.rpcError(ctx, err))
+				return nil, s.takeBack(ctx, w.key, s.rpcError(ctx, err))
 			}
 			if resp.Succeeded && slices.Contains(st.grantees, st.me) {
 				return w.granted(resp.Header.Revision)
@@ -338,7 +404,7 @@ func (w *waiter) wait(st step) (token.Token, error) {
 		if w.f == nil {
 			f, err := s.follower(ctx)
 			if err != nil {
-				return token.Token{}, s.cleanUp(ctx, w.key, err)
+				return nil, s.takeBack(ctx, w.key, err)
 			}
 			w.f = f
 			s.park(w)
@@ -349,7 +415,7 @@ func (w *waiter) wait(st step) (token.Token, error) {
 		}
 		var err error
 		if st, err = w.next(deadline); err != nil {
-			return token.Token{}, s.cleanUp(ctx, w.key, err)
+			return nil, s.takeBack(ctx, w.key, err)
 		}
 	}
 }
@@ -398,11 +464,11 @@ func (w *waiter) next(deadline <-chan time.Time) (step, error) {
 // granted returns the token for the waiter's key, held since revision mod,
 // unless the waiter's context is done: a done context wins over a grant,
 // and the permits go back.
-func (w *waiter) granted(mod int64) (token.Token, error) {
+func (w *waiter) granted(mod int64) (*holding, error) {
 	if err := w.ctx.Err(); err != nil {
-		return token.Token{}, w.s.cleanUp(w.ctx, w.key, err)
+		return nil, w.s.takeBack(w.ctx, w.key, err)
 	}
-	return w.s.tokenFor(w.key, w.n, mod), nil
+	return w.s.hold(w.key, w.n, w.create, mod, w.fenced), nil
 }
 
 // park and unpark list and unlist a waiter that uses the follower.
@@ -430,8 +496,9 @@ func (s *Semaphore) lostKey(key string) error {
 // TryAcquire takes n permits if the semaphore grants them now, without
 // waiting, and reports whether it did. It follows Acquire's rules: it does
 // not take permits ahead of a waiter that the current limit admits, on any
-// handle. It takes two round trips, one to read the semaphore and one to
-// grant, and one more for each grant of another handle that comes between.
+// handle. It takes one round trip where nobody holds or waits; otherwise
+// two, one to read the semaphore and one to grant, and one more for each
+// grant of another handle that comes between.
 //
 // ok is false with a nil error when the semaphore refuses for want of
 // permits or for a waiter ahead. On failure, TryAcquire returns the zero
@@ -440,6 +507,7 @@ func (s *Semaphore) lostKey(key string) error {
 // errors of a round trip as for Acquire. TryAcquire(0) succeeds unless the
 // semaphore is closed.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (token.Token, bool, error) {
+	s.check("TryAcquire", ctx)
 	if err := s.checkRequest(n); err != nil {
 		return token.Token{}, false, err
 	}
@@ -455,7 +523,35 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (token.Token, bool,
 		}
 		return emptyToken(), true, nil
 	}
-	v, err := s.read(ctx)
+	c := s.cachedConfig()
+	if c.Closed || n > c.Limit {
+		v, err := s.read(ctx)
+		if err != nil {
+			return token.Token{}, false, err
+		}
+		return s.tryFrom(ctx, n, v)
+	}
+	// Nobody holds or waits, as far as the handle knows: grant at once if
+	// that is so, and read the semaphore otherwise, in one round trip.
+	key := s.newKey()
+	rctx, cancel := s.rpcContext(ctx)
+	resp, err := s.client.Txn(rctx).
+		If(
+			clientv3.Compare(clientv3.Value(s.cfgKey), "=", c.value),
+			clientv3.Compare(clientv3.Version(s.keyDir), "=", 0).WithPrefix(),
+			clientv3.Compare(clientv3.ModRevision(s.floor), "=", s.floorMod.Load()),
+		).
+		Then(clientv3.OpPut(key, entryValue(true, n), clientv3.WithLease(s.session.Lease()))).
+		Else(clientv3.OpGet(s.prefix, clientv3.WithPrefix())).
+		Commit()
+	cancel()
+	if err != nil {
+		return token.Token{}, false, s.cleanUp(ctx, key, s.rpcError(ctx, err))
+	}
+	if resp.Succeeded {
+		return s.hold(key, n, resp.Header.Revision, resp.Header.Revision, false).token(), true, nil
+	}
+	v, err := s.viewOf(resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
 	if err != nil {
 		return token.Token{}, false, err
 	}
@@ -476,7 +572,7 @@ func (s *Semaphore) tryFrom(ctx context.Context, n int64, v *view) (token.Token,
 		}
 		g := grantReq{
 			cfg: v.cfg, grantees: grantees[:len(grantees)-1],
-			arrival: true, viewRev: v.rev, newKey: key, newN: n,
+			arrival: true, viewRev: v.rev, newKey: key, newN: n, floor: s.floorMod.Load(),
 			orElse: []clientv3.Op{clientv3.OpGet(s.prefix, clientv3.WithPrefix())},
 		}
 		if len(g.grantees) >= grantBatch {
@@ -492,7 +588,7 @@ func (s *Semaphore) tryFrom(ctx context.Context, n int64, v *view) (token.Token,
 			return token.Token{}, false, err
 		}
 		if resp.Succeeded && g.arrival {
-			return s.tokenFor(key, n, resp.Header.Revision), true, nil
+			return s.hold(key, n, resp.Header.Revision, resp.Header.Revision, false).token(), true, nil
 		}
 		if resp.Succeeded {
 			v, err = s.read(ctx)

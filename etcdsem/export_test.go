@@ -2,6 +2,7 @@ package etcdsem
 
 import (
 	"context"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -21,7 +22,7 @@ func Parked(ctx context.Context, s *Semaphore) (int, error) {
 	}
 	now := make(map[string]int64, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		if string(kv.Value) != goneValue {
+		if !strings.HasPrefix(string(kv.Key), s.prefix+floorDir) {
 			now[string(kv.Key)] = kv.ModRevision
 		}
 	}
@@ -93,11 +94,20 @@ func Admitted(limit int64, closed bool, keys []WalkKey, arrival *WalkKey) []stri
 	return names
 }
 
-// Arrive is Acquire's first round trip, alone: it writes key as a waiter
-// for n permits, unless the key has ever been created.
-func Arrive(ctx context.Context, s *Semaphore, key string, n int64) error {
-	_, err := s.arrive(ctx, key, n)
-	return err
+// Floor returns what the handle knows of its floor key: the value that
+// the writes it sends now compare with.
+func Floor(s *Semaphore) int64 { return s.floorMod.Load() }
+
+// Arrive is one attempt of Acquire's first round trip, sent as it would
+// have been when the handle knew floor, asking for no grant: it writes key
+// as a waiter for n permits if the config is as the handle knows it and
+// the floor key is as floor says, and reports whether it did.
+func Arrive(ctx context.Context, s *Semaphore, key string, n int64, floor int64) (bool, error) {
+	resp, err := s.arrival(ctx, key, n, s.cachedConfig(), floor, false)
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded, nil
 }
 
 // CleanUp is what an Acquire that gives up does to its key.
