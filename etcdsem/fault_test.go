@@ -353,7 +353,7 @@ func TestWriteThatLandsAfterItsCleanUpIsRefused(t *testing.T) {
 	ctx := testCtx(t)
 	key := etcdsem.NewKey(h.Semaphore)
 
-	sentAt := etcdsem.Floor(h.Semaphore) // the write is sent
+	sentAt := etcdsem.Floor(h.Semaphore)   // the write is sent
 	etcdsem.CleanUp(ctx, h.Semaphore, key) // the give-up, before the write lands
 	written, err := etcdsem.Arrive(ctx, h.Semaphore, key, 1, sentAt)
 	require.NoError(t, err)
