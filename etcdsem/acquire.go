@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -107,7 +106,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, fenced bool) (*holding
 		return w.granted(grantedAt)
 	}
 	w.create = v.rev
-	return w.wait(w.assess(v))
+	return w.wait(v)
 }
 
 // checkOpen is what Acquire(ctx, 0) and TryAcquire(ctx, 0) ask etcd: it
@@ -316,172 +315,6 @@ func (s *Semaphore) grant(ctx context.Context, g grantReq) (*clientv3.TxnRespons
 	rctx, cancel := s.rpcContext(ctx)
 	defer cancel()
 	return s.client.Txn(rctx).If(cmps...).Then(ops...).Else(g.orElse...).Commit()
-}
-
-// A waiter is an Acquire whose key is written. It looks at the semaphore
-// as of its key's creation first, and then, if it must wait, as the
-// handle's follower sees it; it grants itself, with the waiters admitted
-// ahead of it, as soon as the rules admit it.
-type waiter struct {
-	s      *Semaphore
-	key    string
-	n      int64
-	ctx    context.Context
-	create int64 // the key's create revision
-	fenced bool  // the caller wants a loss signal on its token
-
-	// The fields below are guarded by the follower's mu, so that Parked
-	// (export_test.go) can tell a waiter that has seen every change and
-	// waits for the next. Only the waiter's own goroutine writes them.
-	f    *follower
-	seen uint64 // the follower's version last assessed
-	idle bool   // waiting for the follower's next change
-}
-
-// step is what a waiter makes of one view of the semaphore.
-type step struct {
-	me       *entry   // the waiter's key; nil if it is gone
-	closed   bool     // the semaphore is closed
-	cfg      config   // the config, for a grant's compare
-	grantees []*entry // the waiters to grant, if the rules admit this one
-}
-
-// assess looks at v for the waiter. v must not change meanwhile.
-func (w *waiter) assess(v *view) step {
-	st := step{me: v.entries[w.key], closed: v.cfg.Closed, cfg: v.cfg}
-	if st.me != nil && !st.me.held && !st.closed {
-		if g := v.admitted(nil); slices.Contains(g, st.me) {
-			st.grantees = g[:min(len(g), grantBatch)]
-		}
-	}
-	return st
-}
-
-// wait follows the semaphore from st, the waiter's assessment of the view
-// its arrival read, until the waiter's key is held, then returns a token
-// for it; or until the waiter must give up, and then deletes the key and
-// returns why.
-func (w *waiter) wait(st step) (*holding, error) {
-	s, ctx := w.s, w.ctx
-	defer func() {
-		if w.f != nil {
-			s.unpark(w)
-			s.leave(w.f)
-		}
-	}()
-	var head string         // the head of the batch this waiter was last admitted in
-	var headSince time.Time // since when
-	for {
-		// A waiter admitted behind the head of its batch yields the grant
-		// to the head for grantGrace; the head grants at once.
-		var yield time.Duration
-		if st.grantees != nil && st.grantees[0] != st.me {
-			if st.grantees[0].key != head {
-				head, headSince = st.grantees[0].key, time.Now()
-			}
-			yield = grantGrace - time.Since(headSince)
-		}
-		switch {
-		case st.me == nil:
-			// Only the lease's end deletes a waiter's key.
-			return nil, s.lostKey(w.key)
-		case st.me.held:
-			return w.granted(st.me.mod)
-		case st.closed:
-			return nil, s.takeBack(ctx, w.key, ErrClosed)
-		case st.grantees != nil && yield <= 0:
-			resp, err := s.grant(ctx, grantReq{cfg: st.cfg, grantees: st.grantees})
-			if err != nil {
-				return nil, s.takeBack(ctx, w.key, s.rpcError(ctx, err))
-			}
-			if resp.Succeeded && slices.Contains(st.grantees, st.me) {
-				return w.granted(resp.Header.Revision)
-			}
-			// Either the view was out of date, or the batch ended before
-			// this waiter: the change that failed the grant, or the grant
-			// itself, is on its way to the follower as a change to come.
-		}
-		if w.f == nil {
-			f, err := s.follower(ctx)
-			if err != nil {
-				return nil, s.takeBack(ctx, w.key, err)
-			}
-			w.f = f
-			s.park(w)
-		}
-		var deadline <-chan time.Time
-		if st.grantees != nil && yield > 0 {
-			deadline = time.After(yield)
-		}
-		var err error
-		if st, err = w.next(deadline); err != nil {
-			return nil, s.takeBack(ctx, w.key, err)
-		}
-	}
-}
-
-// next waits until the follower has a view that the waiter has not yet
-// assessed and that shows the waiter's key created, and assesses it; or,
-// if deadline is not nil, until deadline, and then assesses the view it
-// has.
-func (w *waiter) next(deadline <-chan time.Time) (step, error) {
-	f := w.f
-	for {
-		f.mu.Lock()
-		if f.err != nil {
-			err := f.err
-			f.mu.Unlock()
-			return step{}, err
-		}
-		if f.version != w.seen && f.view.rev >= w.create {
-			w.seen = f.version
-			st := w.assess(f.view)
-			f.mu.Unlock()
-			return st, nil
-		}
-		changed := f.changed
-		w.idle = deadline == nil // with a deadline it acts on its own
-		f.mu.Unlock()
-		select {
-		case <-changed:
-		case <-w.ctx.Done():
-			return step{}, w.ctx.Err()
-		case <-w.s.session.Done():
-			return step{}, w.s.Err() // the key goes with the lease
-		case <-deadline:
-			f.mu.Lock()
-			w.idle = false
-			st := w.assess(f.view)
-			f.mu.Unlock()
-			return st, nil
-		}
-		f.mu.Lock()
-		w.idle = false
-		f.mu.Unlock()
-	}
-}
-
-// granted returns the token for the waiter's key, held since revision mod,
-// unless the waiter's context is done: a done context wins over a grant,
-// and the permits go back.
-func (w *waiter) granted(mod int64) (*holding, error) {
-	if err := w.ctx.Err(); err != nil {
-		return nil, w.s.takeBack(w.ctx, w.key, err)
-	}
-	return w.s.hold(w.key, w.n, w.create, mod, w.fenced), nil
-}
-
-// park and unpark list and unlist a waiter that uses the follower.
-func (s *Semaphore) park(w *waiter) {
-	s.mu.Lock()
-	s.parked[w] = struct{}{}
-	s.mu.Unlock()
-}
-
-func (s *Semaphore) unpark(w *waiter) {
-	s.mu.Lock()
-	delete(s.parked, w)
-	s.mu.Unlock()
 }
 
 // lostKey returns the error for a key of the handle that etcd deleted: the

@@ -7,14 +7,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Parked returns the number of Acquire calls parked on s that have seen
-// every change under the semaphore's prefix and wait for the next: each
-// waits on the handle's follower with its context live and no timer of its
-// own running, has assessed the follower's latest view, and that view
-// holds exactly the keys, at exactly the revisions, that a fresh read
-// finds. Such a call has found itself not admitted by that state, and does
-// nothing until the state changes. It is the Settler that semtest needs to
-// settle a semaphore it cannot run in a bubble.
+// Parked returns the number of Acquire calls waiting on s that have seen
+// every change to what they watch and wait for the next: each has its
+// context live and no timer of its own running, and the keys it watches
+// (the config, and the waiter ahead of it or the holders) are as its view
+// has them, at exactly the revisions that a fresh read finds. Such a call has found itself not admitted, and nothing that
+// could admit it has changed since. It is the Settler that semtest needs
+// to settle a semaphore it cannot run in a bubble.
 func Parked(ctx context.Context, s *Semaphore) (int, error) {
 	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithPrefix())
 	if err != nil {
@@ -34,13 +33,20 @@ func Parked(ctx context.Context, s *Semaphore) (int, error) {
 	s.mu.Unlock()
 	count := 0
 	for _, w := range waiters {
-		f := w.f
-		f.mu.Lock()
-		if w.idle && w.seen == f.version && f.err == nil && f.view.rev >= w.create &&
-			w.ctx.Err() == nil && f.view.matches(s.cfgKey, now) {
+		w.mu.Lock()
+		v := w.view
+		ok := w.idle && w.ctx.Err() == nil && v != nil && now[s.cfgKey] == v.cfg.mod
+		for _, key := range w.watched[min(1, len(w.watched)):] { // the config's first
+			var mod int64
+			if e := v.entries[key]; e != nil {
+				mod = e.mod
+			}
+			ok = ok && now[key] == mod
+		}
+		w.mu.Unlock()
+		if ok {
 			count++
 		}
-		f.mu.Unlock()
 	}
 	return count, nil
 }

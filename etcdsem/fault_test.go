@@ -304,11 +304,11 @@ func TestUnreachableServerFailsCallsWithinTheTimeout(t *testing.T) {
 	require.NoError(t, h.Err())
 }
 
-// A waiter admitted behind a batch head that never grants (its process is
-// gone, its lease not yet expired) grants the batch itself after a short
-// grace: it is not held back for the rest of the dead waiter's lease. The
-// dead waiter's key is granted with the batch, and its permits come back
-// when its lease ends.
+// A waiter that finds itself admitted behind a batch head that never
+// grants (its process is gone, its lease not yet expired) grants the batch
+// itself after a short grace: it is not held back for the rest of the
+// dead waiter's lease. The dead waiter's key is granted with the batch,
+// and its permits come back when its lease ends.
 func TestDeadHeadOfBatchDoesNotHoldBackTheWaitersBehind(t *testing.T) {
 	srv := startServer(t)
 	prefix := prefixFor(t)
@@ -321,23 +321,50 @@ func TestDeadHeadOfBatchDoesNotHoldBackTheWaitersBehind(t *testing.T) {
 	ghost := newSession(t, ghostCli, 10)
 	_, err = ghostCli.Put(testCtx(t), prefix+"k/ghost", "wait 1", clientv3.WithLease(ghost.Lease()))
 	require.NoError(t, err)
+	held.Release() // admits the ghost, which never grants
 
 	other := newHandle(t, srv, prefix, 0, 2, handleOpts{})
-	p := goAcquire(testCtx(t), other.Semaphore, 1)
-	awaitWaiters(t, h.Semaphore, 2)
-
-	released := time.Now()
-	held.Release() // admits both: the ghost heads the batch
-	p.wait(t)
-	require.NoError(t, p.err)
-	took := p.at.Sub(released)
+	start := time.Now()
+	tok, err := other.Acquire(testCtx(t), 1)
+	require.NoError(t, err)
+	took := time.Since(start)
 	require.Less(t, took, time.Second)
-	t.Logf("granted %v after the release", took.Round(time.Millisecond))
+	t.Logf("granted %v after arriving", took.Round(time.Millisecond))
 	require.Equal(t, "held 1", keys(t, h.cli, prefix)[prefix+"k/ghost"])
 
 	closeSession(ghostCli, ghost) // the ghost's lease ends
-	p.tok.Release()
+	tok.Release()
 	require.Equal(t, etcdsem.Stats{Available: 2, Held: 0, Limit: 2, Max: 2}, mustStats(t, h.Semaphore))
+}
+
+// A waiter first in line whose process died is the only one that watches
+// for releases, so it holds back those behind it; but only until its lease
+// runs out and etcd deletes its key, which wakes the next in line.
+func TestDeadWaiterAtTheHeadStallsTheQueueOnlyForItsLease(t *testing.T) {
+	const ttl = 1
+	srv := startServer(t)
+	prefix := prefixFor(t)
+	h := newHandle(t, srv, prefix, 1, 1, handleOpts{})
+	held, err := h.Acquire(testCtx(t), 1)
+	require.NoError(t, err)
+
+	ghostCli := newClient(t, srv, nil)
+	ghost := newSession(t, ghostCli, ttl)
+	_, err = ghostCli.Put(testCtx(t), prefix+"k/ghost", "wait 1", clientv3.WithLease(ghost.Lease()))
+	require.NoError(t, err)
+	other := newHandle(t, srv, prefix, 0, 1, handleOpts{})
+	p := goAcquire(testCtx(t), other.Semaphore, 1)
+	awaitWaiters(t, h.Semaphore, 2)
+
+	ghost.Orphan() // the ghost's process dies: its lease is no longer renewed
+	died := time.Now()
+	held.Release()
+	p.wait(t)
+	require.NoError(t, p.err)
+	took := p.at.Sub(died)
+	require.Less(t, took, ttl*time.Second+time.Second, "stalled for longer than the dead waiter's lease")
+	t.Logf("granted %v after the dead waiter's process died (lease %ds)", took.Round(time.Millisecond), ttl)
+	p.tok.Release()
 }
 
 // An Acquire whose first write failed on the client's side does not know

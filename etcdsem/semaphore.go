@@ -182,8 +182,7 @@ type Semaphore struct {
 	mu     sync.Mutex
 	cfg    config               // the latest config seen, guarded by mu
 	lost   error                // why the session was given up, guarded by mu
-	parked map[*waiter]struct{} // Acquire calls parked on the follower, guarded by mu
-	fol    *follower            // follows the semaphore for parked calls; nil if none runs, guarded by mu
+	parked map[*waiter]struct{} // Acquire calls waiting, guarded by mu
 	live   context.Context      // ends with the session; nil until a Fence needs it, guarded by mu
 }
 

@@ -229,7 +229,9 @@ func (v *view) admitted(arrival *entry) []*entry {
 // present and reading again when the present has moved on costs a round
 // trip at most, instead of up to 100 ms.
 func (s *Semaphore) follow(ctx, watchCtx context.Context, v *view) (watch clientv3.WatchChan, stop context.CancelFunc, _ *view, err error) {
-	wctx, stop := context.WithCancel(watchCtx)
+	// A watch that requires a leader ends when its member loses quorum,
+	// instead of waiting quietly on a member that hears of no change.
+	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(watchCtx))
 	watch = s.client.Watch(wctx, s.prefix, clientv3.WithPrefix(), clientv3.WithCreatedNotify())
 	var created clientv3.WatchResponse
 	rctx, cancel := s.rpcContext(ctx)
