@@ -14,9 +14,10 @@
 #   adaptive  package adaptive (BenchmarkAcquireRecord in bench/adaptive)
 #             beside failsafe-go and go-concurrency-limits, and the
 #             side-by-side simulation (results/adaptive-sim.txt)
-#   etcdsem   the fleet semaphore against etcd's concurrency.Mutex, on an
-#             in-process etcd server (BenchmarkLimitOne in the etcdsem
-#             module)
+#   etcdsem   the fleet semaphore against etcd's concurrency.Mutex and a
+#             Mutex that watches from the revision after its read, at 1 to
+#             64 clients and limits 1 and 4, on an in-process etcd server
+#             (BenchmarkFleet in the etcdsem module)
 #
 # Environment:
 #   COUNT      samples per benchmark (default 10)
@@ -60,7 +61,7 @@ group_pattern() {
 	credit) echo '^BenchmarkCredit' ;;
 	group) echo '^BenchmarkGroup' ;;
 	adaptive) echo '^BenchmarkAcquireRecord$' ;;
-	etcdsem) echo '^BenchmarkLimitOne$' ;;
+	etcdsem) echo '^BenchmarkFleet$' ;;
 	esac
 }
 
