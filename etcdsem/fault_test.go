@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/etcdsem"
@@ -100,6 +102,50 @@ func TestCrashedHolderReturnsPermitsWithinTheLease(t *testing.T) {
 			p.tok.Release()
 		})
 	}
+}
+
+// The recovery bound: a holder crashes, and the etcd server restarts
+// before the holder's lease has run out. etcd renews every lease when a
+// member becomes leader, so the lease now runs out a full TTL after the
+// restart, not after the crash; and the waiter hears of it once its client
+// has reconnected. With a client that retries its connection within half
+// a second, the waiter, which keeps its place through the outage, is
+// granted within the restart's time plus the TTL plus a second.
+func TestRecoveryAfterACrashAndARestartIsBoundedByTheLastRestart(t *testing.T) {
+	const ttl = 3
+	srv := startServerBehindProxy(t) // its clients' connections are cut at once, so it stops at once
+	prefix := prefixFor(t)
+	holder := newHandle(t, srv, prefix, 1, 1, handleOpts{ttl: ttl})
+	fastReconnect := grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 500 * time.Millisecond},
+		MinConnectTimeout: time.Second,
+	})
+	waiter := newHandle(t, srv, prefix, 0, 1, handleOpts{dial: []grpc.DialOption{fastReconnect}})
+	_, err := holder.Acquire(testCtx(t), 1) // never released
+	require.NoError(t, err)
+	p := goAcquire(testCtx(t), waiter.Semaphore, 1)
+	awaitWaiters(t, waiter.Semaphore, 1)
+
+	crashed := time.Now()
+	holder.cli.Close()
+	time.Sleep(500 * time.Millisecond)
+	srv.proxy.cut()
+	srv.stop()
+	stopped := time.Since(crashed)
+	if stopped >= ttl*time.Second {
+		t.Skipf("the server took %v to stop: the lease ran out first", stopped)
+	}
+	srv.start()
+	srv.proxy.heal()
+	restarted := time.Since(crashed)
+	p.wait(t)
+	require.NoError(t, p.err)
+	took := p.at.Sub(crashed)
+	t.Logf("stopped %v and restarted %v after the crash; the waiter was granted %v after the crash (TTL %ds)",
+		stopped.Round(time.Millisecond), restarted.Round(time.Millisecond), took.Round(time.Millisecond), ttl)
+	require.Greater(t, took, restarted+ttl*time.Second/2, "the lease ran out before the restart")
+	require.LessOrEqual(t, took, restarted+ttl*time.Second+time.Second)
+	p.tok.Release()
 }
 
 // A waiter whose context is cancelled while its key waits ahead of others

@@ -324,6 +324,7 @@ type handleOpts struct {
 	ttl    int         // session lease, in seconds; 10 if zero
 	direct bool        // dial the server itself, not its proxy
 	rpcs   *rpcCounter // counts the handle's calls; a counter of its own if nil
+	dial   []grpc.DialOption
 	opts   []etcdsem.Option
 }
 
@@ -355,10 +356,10 @@ func openHandle(t testing.TB, srv *server, prefix string, initial, max int64, ho
 		Endpoints:   []string{endpoint},
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{
+		DialOptions: append([]grpc.DialOption{
 			grpc.WithChainUnaryInterceptor(h.rpcs.intercept),
 			grpc.WithChainStreamInterceptor(h.rpcs.interceptStream),
-		},
+		}, ho.dial...),
 	})
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package etcdsem
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"slices"
 	"sync"
@@ -211,7 +212,7 @@ func (w *waiter) follow(v *view, deadline <-chan time.Time) (*view, error) {
 			// The watch ended: no leader, a compacted revision, or a
 			// closed client. Read afresh and watch again.
 			w.unwatch()
-			return s.read(w.ctx)
+			return w.reread()
 		}
 		if !changes(v, resp.Events) {
 			continue // a change that the view already shows
@@ -230,6 +231,28 @@ func (w *waiter) follow(v *view, deadline <-chan time.Time) (*view, error) {
 			return v, err
 		}
 		return s.read(w.ctx)
+	}
+}
+
+// reread reads the semaphore afresh for a waiter whose watch ended,
+// trying again while etcd does not answer: a waiter keeps its place
+// through an outage (a restart, a leader election) for as long as its
+// context and its session last.
+func (w *waiter) reread() (*view, error) {
+	backoff := minBackoff
+	for {
+		v, err := w.s.read(w.ctx)
+		if !errors.Is(err, ErrUnavailable) {
+			return v, err
+		}
+		select {
+		case <-time.After(backoff):
+		case <-w.ctx.Done():
+			return nil, w.ctx.Err()
+		case <-w.s.session.Done():
+			return nil, w.s.Err()
+		}
+		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
