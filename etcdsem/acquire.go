@@ -30,9 +30,11 @@ const grantBatch = 32
 // them. Acquiring 0 permits asks etcd only whether the semaphore is closed,
 // and succeeds with a token for nothing.
 //
-// An uncontended Acquire takes two round trips: one writes the caller's key
-// and reads the semaphore, the next grants the permits. A contended one
-// watches the prefix between the two until the rules admit it.
+// An Acquire where no key holds or waits takes one round trip, which
+// writes the caller's key holding the permits. Otherwise it takes two: one
+// writes the key waiting and reads the semaphore, the next grants the
+// permits; a contended one watches, between the two, the keys whose change
+// can admit it, until the rules do.
 //
 // On failure Acquire returns the zero Token, and deletes the key it wrote,
 // leaving the semaphore as if it had not been called:
@@ -48,8 +50,8 @@ const grantBatch = 32
 //     ErrForeignKeys if the prefix holds a key that is not a semaphore's.
 //
 // If the key cannot be deleted within the handle's timeout, the handle
-// gives up its session (see the package documentation), so that the key
-// cannot hold back the waiters behind it for longer than the lease.
+// goes on deleting it in the background (see the package documentation);
+// it holds back the waiters behind it no longer than the lease.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 	s.check("Acquire", ctx)
 	h, err := s.acquire(ctx, n, false)

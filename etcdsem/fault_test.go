@@ -237,8 +237,10 @@ func TestFailedReleaseGivesUpOneTokenNotTheSession(t *testing.T) {
 	require.Equal(t, int64(1), mustStats(t, other.Semaphore).Held, "the key is not deleted yet")
 	srv.proxy.heal()
 
-	tok2, err := other.Acquire(testCtx(t), 1)
-	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(testCtx(t), 10*time.Second) // well within the lease
+	defer cancel()
+	tok2, err := other.Acquire(ctx, 1)
+	require.NoError(t, err, "the permit waited for the lease")
 	took := time.Since(start)
 	require.Less(t, took, 10*time.Second, "the permit waited for the lease")
 	t.Logf("the permit came back %v after the network broke", took.Round(time.Millisecond))

@@ -18,7 +18,8 @@ import (
 // config's at one revision. The compare is on the value rather than the
 // revision: a change of the limit depends only on what the config says,
 // so a config changed and changed back serves as well. Waiters see the
-// change through their followers and grant themselves if it admits them.
+// change through their watches on the config and grant themselves if it
+// admits them.
 
 // TryRelease adds n new permits, raising both the available count and the
 // limit by n, and reports whether it did. It refuses, changing nothing, if

@@ -19,11 +19,14 @@
 // held, made only if the config and those keys are as the view it was
 // computed from saw them, so that no grant outlives a limit change or
 // overtakes another; a release is the deletion of the holder's key, which
-// lets the waiters it admits grant themselves. A handle's parked Acquire
-// calls follow the semaphore through one watch. A holder whose process
-// dies, or whose session expires, gives its permits back when its lease
-// ends: etcd deletes its keys. See docs/fleet.md for the key layout and the
-// argument.
+// lets the waiters it admits grant themselves. A waiting Acquire watches
+// only the keys whose change can admit it (the waiter ahead of it, or the
+// holders when it is first in line) and the config, so that a change wakes
+// only the waiters it can admit. A holder whose process dies, or whose
+// session expires, gives its permits back when its lease ends: etcd
+// deletes its keys. A holder that must not act once it has lost its
+// permits guards its writes with the Fence that AcquireFenced returns. See
+// docs/fleet.md for the key layout, the recovery bound and the argument.
 //
 // Calls that go over the network take a context and return an error where
 // the in-process semaphore returns a bool or nothing; the bool (or count)
@@ -38,9 +41,16 @@
 // Release or Forget of a part made by Split each take one round trip,
 // retried while the connection is broken for up to the Semaphore's
 // timeout. A token cannot return an error: if its round trip still fails,
-// the Semaphore gives up its session (stops renewing its lease), so that
-// etcd returns every permit the session holds once the lease runs out;
-// Done is then closed and Err says why.
+// the call returns and the Semaphore goes on making it in the background
+// until it succeeds or the session ends, so the token's permits come back
+// once etcd can be reached, and never later than the lease. Only a write
+// that fails for another reason (its key holds what its owner did not
+// write) makes the Semaphore give up its session; Done is then closed and
+// Err says why.
+//
+// It is a run-time error to pass New a nil context, session or Option, or
+// to call a method on a nil *Semaphore or with a nil context; the panic's
+// message begins "etcdsem: " and names the argument.
 package etcdsem
 
 import (
@@ -132,7 +142,8 @@ var (
 // for concurrent use. It holds its keys under the lease of the session it
 // was made with, which must outlive it; ending the session (or losing it)
 // returns every permit the handle's tokens hold and fails the handle's
-// parked Acquire calls with ErrSessionLost.
+// waiting Acquire calls with ErrSessionLost. The session's TTL bounds how
+// long a crashed holder keeps its permits (see docs/fleet.md).
 //
 // # Fairness
 //
@@ -149,9 +160,9 @@ var (
 // has not moved since the view it was computed from and its grantees still
 // wait as that view saw them, a config change only if the config is what
 // it was computed from, and Stats reads the whole semaphore at one
-// revision. Waiters learn of changes through a watch on the prefix: an
-// Acquire parked when another handle calls Close returns ErrClosed once the
-// watch delivers the change, but no permit is granted after the Close's
+// revision. Waiters learn of changes through watches: an Acquire waiting
+// when another handle calls Close returns ErrClosed once its watch on the
+// config delivers the change, but no permit is granted after the Close's
 // revision.
 //
 // A Semaphore must be made with New: the zero value is not a handle, and
@@ -196,9 +207,9 @@ type options struct {
 // WithTimeout bounds every round trip the Semaphore makes to etcd,
 // including those of its tokens' Release and Forget, which take no context.
 // A round trip that does not finish in time fails with ErrUnavailable; one
-// made by a token, or one that leaves a key of the handle in doubt, makes
-// the Semaphore give up its session (see the package documentation). A
-// duration of zero or less means DefaultTimeout.
+// made by a token, or one that takes back a key of a failed Acquire, goes
+// on in the background (see the package documentation). A duration of
+// zero or less means DefaultTimeout.
 func WithTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
@@ -248,8 +259,12 @@ func decodeConfig(key string, value []byte, mod int64) (config, error) {
 // open while the handle is used, and ending it returns every permit the
 // handle's tokens hold.
 //
+// A semaphore reads every key under its prefix, so prefixes must not nest:
+// New refuses a prefix inside another semaphore's prefix, or one that
+// contains a semaphore, with ErrNestedPrefix.
+//
 // New returns ErrInvalidPermits unless 0 ≤ initial ≤ max ≤ MaxPermits,
-// ErrInvalidPrefix for an empty prefix, ErrMaxMismatch if the semaphore
+// ErrInvalidPrefix for an empty prefix, ErrNestedPrefix, ErrMaxMismatch if the semaphore
 // exists with another maximum, ErrForeignKeys if the prefix holds keys that
 // are not a semaphore's, ErrSessionLost if the session has ended, and
 // ctx.Err() or ErrUnavailable if etcd does not answer; in each case it
