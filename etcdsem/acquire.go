@@ -4,21 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/atomicsem/atomicsem/token"
 )
-
-// grantGrace is how long a waiter admitted behind the head of its batch
-// waits for the head to grant the batch before it grants it itself. The
-// head's grant normally arrives within a round trip or two; the grace only
-// matters when the head's process has died and its lease has not yet run
-// out, and it keeps a release that admits several waiters from costing a
-// transaction per waiter, all but one of them failing.
-const grantGrace = 50 * time.Millisecond
 
 // grantBatch is the most waiters one grant transaction names. Each costs a
 // compare and a put, and etcd refuses a transaction of more than 128
@@ -236,6 +227,7 @@ func (s *Semaphore) cleanUp(ctx context.Context, key string, err error) error {
 			Commit()
 		if err == nil {
 			s.noteFloor(resp.Header.Revision)
+			s.freeKey(key)
 		}
 		return err
 	})
@@ -249,6 +241,9 @@ func (s *Semaphore) cleanUp(ctx context.Context, key string, err error) error {
 func (s *Semaphore) takeBack(ctx context.Context, key string, err error) error {
 	s.settle(ctx, fmt.Sprintf("taking back %q", key), func(ctx context.Context) error {
 		_, err := s.client.Delete(ctx, key)
+		if err == nil {
+			s.freeKey(key)
+		}
 		return err
 	})
 	return err
@@ -386,6 +381,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (token.Token, bool,
 	if resp.Succeeded {
 		return s.hold(key, n, resp.Header.Revision, resp.Header.Revision, false).token(), true, nil
 	}
+	s.freeKey(key) // not written
 	v, err := s.viewOf(resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
 	if err != nil {
 		return token.Token{}, false, err
@@ -394,8 +390,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (token.Token, bool,
 }
 
 // tryFrom is TryAcquire from view v onwards.
-func (s *Semaphore) tryFrom(ctx context.Context, n int64, v *view) (token.Token, bool, error) {
+func (s *Semaphore) tryFrom(ctx context.Context, n int64, v *view) (_ token.Token, _ bool, err error) {
 	key := s.newKey()
+	keep := false // the key is written, or cleanUp gives it back
+	defer func() {
+		if !keep {
+			s.freeKey(key)
+		}
+	}()
 	for {
 		if v.cfg.Closed {
 			return token.Token{}, false, ErrClosed
@@ -418,11 +420,13 @@ func (s *Semaphore) tryFrom(ctx context.Context, n int64, v *view) (token.Token,
 		if err != nil {
 			err = s.rpcError(ctx, err)
 			if g.arrival {
+				keep = true
 				err = s.cleanUp(ctx, key, err)
 			}
 			return token.Token{}, false, err
 		}
 		if resp.Succeeded && g.arrival {
+			keep = true
 			return s.hold(key, n, resp.Header.Revision, resp.Header.Revision, false).token(), true, nil
 		}
 		if resp.Succeeded {

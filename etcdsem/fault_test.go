@@ -354,8 +354,7 @@ func TestUnreachableServerFailsCallsWithinTheTimeout(t *testing.T) {
 
 // A waiter that finds itself admitted behind a batch head that never
 // grants (its process is gone, its lease not yet expired) grants the batch
-// itself after a short grace: it is not held back for the rest of the
-// dead waiter's lease. The dead waiter's key is granted with the batch,
+// itself: it is not held back for the rest of the dead waiter's lease. The dead waiter's key is granted with the batch,
 // and its permits come back when its lease ends.
 func TestDeadHeadOfBatchDoesNotHoldBackTheWaitersBehind(t *testing.T) {
 	srv := startServer(t)

@@ -17,8 +17,8 @@ import (
 // can close in time. The fence is therefore checked where the protected
 // write is made:
 //   - for data kept in etcd, IsHeld is a comparison to put in the write's
-//     transaction: it holds while the token's key exists, so a stale
-//     holder's write fails;
+//     transaction: it holds while the token's key exists as granted, so a
+//     stale holder's write fails;
 //   - for anything else, Revision is a fencing value: the etcd revision of
 //     the grant, which grows with every grant on the semaphore (holders
 //     granted in one transaction share it); the resource remembers the
@@ -50,9 +50,11 @@ func (f Fence) Revision() int64 { return f.revision }
 func (f Fence) Key() string { return f.key }
 
 // IsHeld returns a comparison that holds, in an etcd transaction, while the
-// token's key exists: from its grant until it is released, forgotten, or
-// deleted with its session's lease. The key's name is never reused, so a
-// transaction that includes it commits only while the token holds.
+// token's key exists as it was created: from its grant until it is
+// released, forgotten, or deleted with its session's lease. It compares
+// the key's create revision, which no later key under the same name
+// shares, so a transaction that includes it commits only while the token
+// holds.
 func (f Fence) IsHeld() clientv3.Cmp {
 	if f.key == "" {
 		return clientv3.Compare(clientv3.Version("\x00etcdsem: the zero Fence"), ">", 0)

@@ -185,6 +185,9 @@ type Semaphore struct {
 	timeout time.Duration
 	id      uint64 // random, so that handles sharing a lease name keys apart
 	seq     atomic.Uint64
+
+	keysMu   sync.Mutex
+	freeKeys []string // key names to use again, guarded by keysMu (see newKey)
 	// floorMod is the floor key's mod revision as the handle last wrote or
 	// read it (0 while the key does not exist). Every write that creates
 	// an acquirer's key compares the floor key's mod revision with it.
@@ -588,8 +591,28 @@ func (s *Semaphore) cachedConfig() config {
 	return s.cfg
 }
 
-// newKey returns a key name no other Acquire will ever use: the lease, the
-// handle's random id and a sequence number.
+// newKey returns a key name that no live acquirer uses: the lease, the
+// handle's random id and a number. Names come back through freeKey once
+// their key is deleted and no write of theirs can land any more, and are
+// used again: etcd keeps every deleted key in its index until the history
+// is compacted, and a prefix read or compare walks them all, so a new name
+// per Acquire would make every Acquire slower than the last.
 func (s *Semaphore) newKey() string {
+	s.keysMu.Lock()
+	if n := len(s.freeKeys); n > 0 {
+		key := s.freeKeys[n-1]
+		s.freeKeys = s.freeKeys[:n-1]
+		s.keysMu.Unlock()
+		return key
+	}
+	s.keysMu.Unlock()
 	return fmt.Sprintf("%s%016x-%016x-%x", s.keyDir, int64(s.session.Lease()), s.id, s.seq.Add(1))
+}
+
+// freeKey gives back key, which newKey made: the key is deleted, or was
+// never written, and every write of it that may still land is refused.
+func (s *Semaphore) freeKey(key string) {
+	s.keysMu.Lock()
+	s.freeKeys = append(s.freeKeys, key)
+	s.keysMu.Unlock()
 }

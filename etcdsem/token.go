@@ -124,7 +124,7 @@ func (h *holding) write(ctx context.Context) error {
 		if _, err := s.client.Delete(ctx, h.key); err != nil {
 			return err
 		}
-		h.gone = true
+		h.markGone()
 		return nil
 	}
 	resp, err := s.client.Txn(ctx).
@@ -142,6 +142,15 @@ func (h *holding) write(ctx context.Context) error {
 	return h.settle(resp.Responses[0].GetResponseRange().Kvs)
 }
 
+// markGone records that h's key is deleted, and gives its name back. It
+// requires that h.mu is held.
+func (h *holding) markGone() {
+	if !h.gone {
+		h.gone = true
+		h.s.freeKey(h.key)
+	}
+}
+
 // settle accounts for a compare on the key that failed: the key is gone
 // (its lease ended, or an earlier attempt deleted it), or an earlier
 // attempt of the same write was made; either way the write is done. Any
@@ -149,7 +158,7 @@ func (h *holding) write(ctx context.Context) error {
 // it. It requires that h.mu is held.
 func (h *holding) settle(kvs []*mvccpb.KeyValue) error {
 	if len(kvs) == 0 {
-		h.gone = true
+		h.markGone()
 		return nil
 	}
 	if string(kvs[0].Value) != entryValue(true, h.n) {
@@ -191,7 +200,10 @@ func (s *Semaphore) forget(ctx context.Context, h *holding, n int64) error {
 		if resp.Succeeded {
 			next.value, next.mod = next.encode(), resp.Header.Revision
 			s.noteConfig(next)
-			h.mod, h.gone = resp.Header.Revision, h.n == 0
+			h.mod = resp.Header.Revision
+			if h.n == 0 {
+				h.markGone()
+			}
 			return nil
 		}
 		if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 0 || kvs[0].ModRevision != h.mod {

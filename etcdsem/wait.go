@@ -56,7 +56,7 @@ type waiter struct {
 	mu      sync.Mutex
 	view    *view    // the view last assessed
 	watched []string // the keys watched, the config's first
-	idle    bool     // waiting for a change, with no timer of its own
+	idle    bool     // waiting for a change
 }
 
 // A keyWatch is a waiter's watch on one key.
@@ -118,19 +118,8 @@ func (w *waiter) wait(v *view) (*holding, error) {
 	s.park(w)
 	defer s.unpark(w)
 	defer w.unwatch()
-	var head string         // the head of the batch this waiter was last admitted in
-	var headSince time.Time // since when
 	for {
 		st := w.assess(v)
-		// A waiter admitted behind the head of its batch yields the grant
-		// to the head for grantGrace; the head grants at once.
-		var yield time.Duration
-		if st.grantees != nil && st.grantees[0] != st.me {
-			if st.grantees[0].key != head {
-				head, headSince = st.grantees[0].key, time.Now()
-			}
-			yield = grantGrace - time.Since(headSince)
-		}
 		switch {
 		case st.me == nil:
 			// Only the lease's end deletes a waiter's key.
@@ -139,7 +128,10 @@ func (w *waiter) wait(v *view) (*holding, error) {
 			return w.granted(st.me.mod)
 		case st.closed:
 			return nil, s.takeBack(ctx, w.key, ErrClosed)
-		case st.grantees != nil && yield <= 0:
+		case st.grantees != nil:
+			// Admitted: grant the batch, from its head. Another waiter of
+			// the batch may send the same grant; only the first commits,
+			// and the other finds itself held.
 			resp, err := s.grant(ctx, grantReq{
 				cfg: st.cfg, grantees: st.grantees,
 				orElse: []clientv3.Op{clientv3.OpGet(s.prefix, clientv3.WithPrefix())},
@@ -162,26 +154,21 @@ func (w *waiter) wait(v *view) (*holding, error) {
 			}
 			continue
 		}
-		var deadline <-chan time.Time
-		if st.grantees != nil {
-			deadline = time.After(yield)
-		}
 		var err error
-		if v, err = w.follow(v, deadline); err != nil {
+		if v, err = w.follow(v); err != nil {
 			return nil, s.takeBack(ctx, w.key, err)
 		}
 	}
 }
 
 // follow waits, from view v, for a change that can admit the waiter, and
-// returns the view that shows it; or, if deadline is not nil, until
-// deadline, and then returns v.
-func (w *waiter) follow(v *view, deadline <-chan time.Time) (*view, error) {
+// returns the view that shows it.
+func (w *waiter) follow(v *view) (*view, error) {
 	s := w.s
 	keys := w.targets(v)
 	w.watch(v, keys)
 	w.mu.Lock()
-	w.view, w.watched, w.idle = v, keys, deadline == nil
+	w.view, w.watched, w.idle = v, keys, true
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
@@ -189,7 +176,6 @@ func (w *waiter) follow(v *view, deadline <-chan time.Time) (*view, error) {
 		w.mu.Unlock()
 	}()
 	fixed := []reflect.SelectCase{
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline)},
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.ctx.Done())},
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.session.Done())},
 	}
@@ -198,10 +184,8 @@ func (w *waiter) follow(v *view, deadline <-chan time.Time) (*view, error) {
 		i, got, ok := reflect.Select(cases)
 		switch i {
 		case 0:
-			return v, nil
-		case 1:
 			return nil, w.ctx.Err()
-		case 2:
+		case 1:
 			return nil, s.Err() // the key goes with the lease
 		}
 		resp := clientv3.WatchResponse{}
