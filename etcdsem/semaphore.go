@@ -59,6 +59,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -596,12 +597,15 @@ func (s *Semaphore) cachedConfig() config {
 // their key is deleted and no write of theirs can land any more, and are
 // used again: etcd keeps every deleted key in its index until the history
 // is compacted, and a prefix read or compare walks them all, so a new name
-// per Acquire would make every Acquire slower than the last.
+// per Acquire would make every Acquire slower than the last. The name
+// freed last is kept back, so that a handle that releases and acquires
+// again at once writes another name: the waiter that watched the released
+// key is not woken again by its next write.
 func (s *Semaphore) newKey() string {
 	s.keysMu.Lock()
-	if n := len(s.freeKeys); n > 0 {
-		key := s.freeKeys[n-1]
-		s.freeKeys = s.freeKeys[:n-1]
+	if len(s.freeKeys) > 1 {
+		key := s.freeKeys[0]
+		s.freeKeys = slices.Delete(s.freeKeys, 0, 1)
 		s.keysMu.Unlock()
 		return key
 	}
