@@ -110,7 +110,7 @@ func TestCrashedHolderReturnsPermitsWithinTheLease(t *testing.T) {
 // restart, not after the crash; and the waiter hears of it once its client
 // has reconnected. With a client that retries its connection within half
 // a second, the waiter, which keeps its place through the outage, is
-// granted within the restart's time plus the TTL plus a second.
+// granted within the restart's time plus the TTL plus a second or two.
 func TestRecoveryAfterACrashAndARestartIsBoundedByTheLastRestart(t *testing.T) {
 	const ttl = 3
 	srv := startServerBehindProxy(t) // its clients' connections are cut at once, so it stops at once
@@ -144,7 +144,7 @@ func TestRecoveryAfterACrashAndARestartIsBoundedByTheLastRestart(t *testing.T) {
 	t.Logf("stopped %v and restarted %v after the crash; the waiter was granted %v after the crash (TTL %ds)",
 		stopped.Round(time.Millisecond), restarted.Round(time.Millisecond), took.Round(time.Millisecond), ttl)
 	require.Greater(t, took, restarted+ttl*time.Second/2, "the lease ran out before the restart")
-	require.LessOrEqual(t, took, restarted+ttl*time.Second+time.Second)
+	require.LessOrEqual(t, took, restarted+ttl*time.Second+2*time.Second) // the expiry check, the reconnect, a loaded machine
 	p.tok.Release()
 }
 
