@@ -32,9 +32,13 @@ import (
 // the semaphore once to learn the holders it waits for. The key it
 // watched as the one ahead is among them, and its watch goes on.
 //
-// Each watch starts at the revision after the view it was chosen from, so
-// no change is missed between the two; etcd sends changes on a watch
-// that starts at a revision it has not yet reached as they are made.
+// Each watch starts at the present: etcd sends changes as they are made on
+// a watch that starts at a revision it has not yet reached, but serves one
+// that starts at a past revision from a loop that catches up every 100 ms,
+// and under contention the revision a waiter read is past by the time its
+// watch reaches etcd. When a watch starts later than the view it was
+// chosen from, the waiter reads the semaphore once more, so that no change
+// in between is missed.
 //
 // A waiter whose process dies while first in line holds back those
 // behind it until its lease runs out and etcd deletes its key, which wakes
@@ -166,7 +170,11 @@ func (w *waiter) wait(v *view) (*holding, error) {
 func (w *waiter) follow(v *view) (*view, error) {
 	s := w.s
 	keys := w.targets(v)
-	w.watch(v, keys)
+	if w.watch(v, keys) {
+		// A watch started after v's revision: what it watches may have
+		// changed in between. Read again; the watches carry on from it.
+		return s.read(w.ctx)
+	}
 	w.mu.Lock()
 	w.view, w.watched, w.idle = v, keys, true
 	w.mu.Unlock()
@@ -262,9 +270,11 @@ func changes(v *view, events []*clientv3.Event) bool {
 	return false
 }
 
-// watch leaves the waiter watching keys, starting each watch it opens at
-// the revision after v's and keeping those it has.
-func (w *waiter) watch(v *view, keys []string) {
+// watch leaves the waiter watching keys, keeping the watches it has and
+// starting the others at the present, and reports whether one of those
+// started after v's revision (or could not start), so that a change
+// between v and the watch may have been missed.
+func (w *waiter) watch(v *view, keys []string) (moved bool) {
 	if w.watches == nil {
 		w.watches = make(map[string]*keyWatch, len(keys))
 	}
@@ -276,12 +286,25 @@ func (w *waiter) watch(v *view, keys []string) {
 			changed = true
 		}
 	}
+	var opened []*keyWatch
 	for _, key := range keys {
 		if w.watches[key] == nil {
 			ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(w.ctx))
-			ch := w.s.client.Watch(ctx, key, clientv3.WithRev(v.rev+1))
-			w.watches[key] = &keyWatch{key: key, ch: ch, cancel: cancel}
+			ch := w.s.client.Watch(ctx, key, clientv3.WithCreatedNotify())
+			kw := &keyWatch{key: key, ch: ch, cancel: cancel}
+			w.watches[key] = kw
+			opened = append(opened, kw)
 			changed = true
+		}
+	}
+	for _, kw := range opened {
+		select {
+		case resp, ok := <-kw.ch:
+			if !ok || !resp.Created || resp.Err() != nil || resp.Header.Revision > v.rev {
+				moved = true
+			}
+		case <-w.ctx.Done():
+			moved = true
 		}
 	}
 	if changed {
@@ -290,6 +313,7 @@ func (w *waiter) watch(v *view, keys []string) {
 			w.cases = append(w.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(kw.ch)})
 		}
 	}
+	return moved
 }
 
 // unwatch ends the waiter's watches.
