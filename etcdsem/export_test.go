@@ -51,27 +51,6 @@ func Parked(ctx context.Context, s *Semaphore) (int, error) {
 	return count, nil
 }
 
-// matches reports whether v holds exactly the keys in now, each at the mod
-// revision now gives it.
-func (v *view) matches(cfgKey string, now map[string]int64) bool {
-	want := len(v.entries)
-	if v.cfg.mod != 0 {
-		want++
-		if now[cfgKey] != v.cfg.mod {
-			return false
-		}
-	}
-	if len(now) != want {
-		return false
-	}
-	for key, e := range v.entries {
-		if now[key] != e.mod {
-			return false
-		}
-	}
-	return true
-}
-
 // WalkKey is one acquirer's key for Admitted: its weight and whether it
 // holds permits.
 type WalkKey struct {
