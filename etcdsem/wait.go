@@ -304,7 +304,9 @@ func (w *waiter) watch(v *view, keys []string) (moved bool) {
 				moved = true
 			}
 		case <-w.ctx.Done():
-			moved = true
+			moved = true // follow's read returns ctx.Err()
+		case <-w.s.session.Done():
+			moved = true // follow's read returns ErrSessionLost
 		}
 	}
 	if changed {
