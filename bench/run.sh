@@ -16,9 +16,10 @@
 #             side-by-side simulation and failure scenarios
 #             (results/adaptive-sim.txt), and the plots docs/adaptive.md
 #             shows (docs/adaptive-follow.png, docs/adaptive-failure.png)
-#   etcdsem   the fleet semaphore against etcd's concurrency.Mutex, on an
-#             in-process etcd server (BenchmarkLimitOne in the etcdsem
-#             module)
+#   etcdsem   the fleet semaphore against etcd's concurrency.Mutex and a
+#             Mutex that watches from the revision after its read, at 1 to
+#             64 clients and limits 1 and 4, on an in-process etcd server
+#             (BenchmarkFleet in the etcdsem module)
 #
 # Environment:
 #   COUNT      samples per benchmark (default 10)
@@ -70,7 +71,7 @@ group_pattern() {
 	credit) echo '^BenchmarkCredit' ;;
 	group) echo '^BenchmarkGroup' ;;
 	adaptive) echo '^BenchmarkAcquireRecord$' ;;
-	etcdsem) echo '^BenchmarkLimitOne$' ;;
+	etcdsem) echo '^BenchmarkFleet$' ;;
 	esac
 }
 

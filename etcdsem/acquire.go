@@ -2,24 +2,14 @@ package etcdsem
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
-	"slices"
-	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/atomicsem/atomicsem/token"
 )
-
-// grantGrace is how long a waiter admitted behind the head of its batch
-// waits for the head to grant the batch before it grants it itself. The
-// head's grant normally arrives within a round trip or two; the grace only
-// matters when the head's process has died and its lease has not yet run
-// out, and it keeps a release that admits several waiters from costing a
-// transaction per waiter, all but one of them failing.
-const grantGrace = 50 * time.Millisecond
 
 // grantBatch is the most waiters one grant transaction names. Each costs a
 // compare and a put, and etcd refuses a transaction of more than 128
@@ -31,9 +21,11 @@ const grantBatch = 32
 // them. Acquiring 0 permits asks etcd only whether the semaphore is closed,
 // and succeeds with a token for nothing.
 //
-// An uncontended Acquire takes two round trips: one writes the caller's key
-// and reads the semaphore, the next grants the permits. A contended one
-// watches the prefix between the two until the rules admit it.
+// An Acquire where no key holds or waits takes one round trip, which
+// writes the caller's key holding the permits. Otherwise it takes two: one
+// writes the key waiting and reads the semaphore, the next grants the
+// permits; a contended one watches, between the two, the keys whose change
+// can admit it, until the rules do.
 //
 // On failure Acquire returns the zero Token, and deletes the key it wrote,
 // leaving the semaphore as if it had not been called:
@@ -49,31 +41,65 @@ const grantBatch = 32
 //     ErrForeignKeys if the prefix holds a key that is not a semaphore's.
 //
 // If the key cannot be deleted within the handle's timeout, the handle
-// gives up its session (see the package documentation), so that the key
-// cannot hold back the waiters behind it for longer than the lease.
+// goes on deleting it in the background (see the package documentation);
+// it holds back the waiters behind it no longer than the lease.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
-	if err := s.checkRequest(n); err != nil {
-		return token.Token{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return token.Token{}, err
-	}
-	if err := s.alive(); err != nil {
-		return token.Token{}, err
-	}
-	if n == 0 {
-		if err := s.checkOpen(ctx); err != nil {
-			return token.Token{}, err
-		}
-		return emptyToken(), nil
-	}
-	key := s.newKey()
-	v, err := s.arrive(ctx, key, n)
+	s.check("Acquire", ctx)
+	h, err := s.acquire(ctx, n, false)
 	if err != nil {
 		return token.Token{}, err
 	}
-	w := &waiter{s: s, key: key, n: n, ctx: ctx, create: v.rev}
-	return w.wait(w.assess(v))
+	return h.token(), nil
+}
+
+// AcquireFenced is Acquire for a caller that guards what the permits
+// protect: with the token, it returns the token's Fence, which makes an
+// etcd write conditional on the token still holding its permits and says
+// when it no longer does (see Fence). It fails as Acquire does, and also
+// returns ErrInvalidPermits for n = 0: a token for nothing has no key to
+// fence with.
+func (s *Semaphore) AcquireFenced(ctx context.Context, n int64) (token.Token, Fence, error) {
+	s.check("AcquireFenced", ctx)
+	if n == 0 {
+		return token.Token{}, Fence{}, fmt.Errorf("%w: AcquireFenced(0) has nothing to fence", ErrInvalidPermits)
+	}
+	h, err := s.acquire(ctx, n, true)
+	if err != nil {
+		return token.Token{}, Fence{}, err
+	}
+	return h.token(), h.fence(), nil
+}
+
+// acquire is Acquire, and returns the owner of the token to make (nil for
+// no permits); fenced asks for a loss signal on it.
+func (s *Semaphore) acquire(ctx context.Context, n int64, fenced bool) (*holding, error) {
+	if err := s.checkRequest(n); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.alive(); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		if err := s.checkOpen(ctx); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	key := s.newKey()
+	w := &waiter{s: s, key: key, n: n, ctx: ctx, fenced: fenced}
+	v, grantedAt, err := s.arrive(ctx, key, n)
+	switch {
+	case err != nil:
+		return nil, err
+	case grantedAt != 0:
+		w.create = grantedAt
+		return w.granted(grantedAt)
+	}
+	w.create = v.rev
+	return w.wait(v)
 }
 
 // checkOpen is what Acquire(ctx, 0) and TryAcquire(ctx, 0) ask etcd: it
@@ -106,98 +132,132 @@ func (s *Semaphore) checkOpen(ctx context.Context) error {
 // nothing.
 func emptyToken() token.Token { return token.New(noPermits{}, 0, 0) }
 
-// arrive writes the caller's waiting key for n permits, bound to the
-// session's lease, and returns the semaphore's view at that revision, in
-// one round trip. The key is written only while the config is the one the
-// handle last saw, so that no key is ever written to a closed semaphore;
-// when the config has moved on, the transaction reads it instead and
-// arrive tries again.
-func (s *Semaphore) arrive(ctx context.Context, key string, n int64) (*view, error) {
+// arrive writes the caller's key for n permits, bound to the session's
+// lease, in one round trip. Where no acquirer's key exists and n fits the
+// limit, the key is written held and arrive returns the revision of that
+// grant; otherwise it is written waiting, and arrive returns the
+// semaphore's view at that revision.
+//
+// The key is written only while the config is the one the handle last saw,
+// so that no key is ever written to a closed semaphore, and only while the
+// handle's floor key is as the handle last saw it (see cleanUp). When
+// either has moved on, the transaction reads both instead and arrive tries
+// again.
+func (s *Semaphore) arrive(ctx context.Context, key string, n int64) (_ *view, grantedAt int64, _ error) {
 	for {
 		c := s.cachedConfig()
 		if c.Closed {
-			return nil, ErrClosed // closing is final
+			return nil, 0, ErrClosed // closing is final
 		}
-		rctx, cancel := s.rpcContext(ctx)
-		resp, err := s.client.Txn(rctx).
-			If(
-				clientv3.Compare(clientv3.Value(s.cfgKey), "=", c.value),
-				clientv3.Compare(clientv3.CreateRevision(key), "=", 0), // see cleanUp
-			).
-			Then(
-				clientv3.OpPut(key, entryValue(false, n), clientv3.WithLease(s.session.Lease())),
-				clientv3.OpGet(s.prefix, clientv3.WithPrefix()),
-			).
-			Else(clientv3.OpGet(s.cfgKey), clientv3.OpGet(key, clientv3.WithCountOnly())).
-			Commit()
-		cancel()
+		fast := n <= c.Limit // if nobody holds or waits, the rules admit n at once
+		resp, err := s.arrival(ctx, key, n, c, s.floorMod.Load(), fast)
 		if err != nil {
 			// The key may have been written: take it out again.
-			return nil, s.cleanUp(ctx, key, s.rpcError(ctx, err))
+			return nil, 0, s.cleanUp(ctx, key, s.rpcError(ctx, err))
 		}
-		if resp.Succeeded {
-			v, err := s.viewOf(resp.Header.Revision, resp.Responses[1].GetResponseRange().Kvs)
+		if fast && resp.Succeeded {
+			return nil, resp.Header.Revision, nil
+		}
+		inner := (*pb.TxnResponse)(resp)
+		if fast {
+			inner = resp.Responses[0].GetResponseTxn()
+		}
+		if inner.Succeeded {
+			v, err := s.viewOf(resp.Header.Revision, inner.Responses[1].GetResponseRange().Kvs)
 			if err != nil {
-				return nil, s.cleanUp(ctx, key, err)
+				return nil, 0, s.takeBack(ctx, key, err)
 			}
-			return v, nil
+			return v, 0, nil
 		}
-		if resp.Responses[1].GetResponseRange().Count > 0 {
-			return nil, errKeyTaken
+		if kvs := inner.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+			s.noteFloor(kvs[0].ModRevision)
 		}
-		kvs := resp.Responses[0].GetResponseRange().Kvs
+		kvs := inner.Responses[0].GetResponseRange().Kvs
 		if len(kvs) == 0 {
-			return nil, fmt.Errorf("%w: %q is missing", ErrForeignKeys, s.cfgKey)
+			return nil, 0, fmt.Errorf("%w: %q is missing", ErrForeignKeys, s.cfgKey)
 		}
 		c, err = decodeConfig(s.cfgKey, kvs[0].Value, kvs[0].ModRevision)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		s.noteConfig(c)
 	}
 }
 
-// errKeyTaken is what arrive returns if its key exists already: a write
-// that reached etcd after its Acquire gave up, and found the tombstone
-// cleanUp left (see cleanUp). No caller sees it.
-var errKeyTaken = errors.New("etcdsem: the acquirer's key was taken back")
-
-// cleanUp takes back key, written (or perhaps written) by an Acquire or
-// TryAcquire that is giving up, and returns err, the reason it gives up.
-// It is done even if the caller's context is done, and retried while the
-// connection is broken, for up to the handle's timeout; if it still fails,
-// the handle gives up its session, so that the key goes with the lease.
-//
-// A request that failed on the client's side may still reach etcd later:
-// a cancelled Acquire's write of its key can be applied after the
-// deletion meant to undo it, and leave a waiter that no one waits for. So
-// where the key does not exist, cleanUp writes a tombstone in its place,
-// under the same lease: every write that creates an acquirer's key
-// requires that the key has never been created, and the rules ignore
-// tombstones. Where the key exists, cleanUp deletes it unless it is the
-// tombstone (a retry of cleanUp must not undo the first attempt).
-// Tombstones go with the session; a handle writes one only for a call
-// whose write was in flight when it failed.
-func (s *Semaphore) cleanUp(ctx context.Context, key string, err error) error {
-	if s.alive() != nil {
-		return err // the key goes with the lease
+// arrival sends arrive's transaction for config c and the floor key's mod
+// revision floor; fast asks for the grant where no acquirer's key exists.
+func (s *Semaphore) arrival(ctx context.Context, key string, n int64, c config, floor int64, fast bool) (*clientv3.TxnResponse, error) {
+	guard := []clientv3.Cmp{
+		clientv3.Compare(clientv3.Value(s.cfgKey), "=", c.value),
+		clientv3.Compare(clientv3.ModRevision(s.floor), "=", floor),
 	}
-	dctx, cancel := s.detachedContext(ctx)
+	lease := clientv3.WithLease(s.session.Lease())
+	waitThen := []clientv3.Op{clientv3.OpPut(key, entryValue(false, n), lease), clientv3.OpGet(s.prefix, clientv3.WithPrefix())}
+	waitElse := []clientv3.Op{clientv3.OpGet(s.cfgKey), clientv3.OpGet(s.floor)}
+	rctx, cancel := s.rpcContext(ctx)
 	defer cancel()
-	derr := retry(dctx, func(ctx context.Context) error {
-		_, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, goneValue, clientv3.WithLease(s.session.Lease()))).
-			Else(clientv3.OpTxn(
-				[]clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "!=", goneValue)},
-				[]clientv3.Op{clientv3.OpDelete(key)}, nil)).
+	if !fast {
+		return s.client.Txn(rctx).If(guard...).Then(waitThen...).Else(waitElse...).Commit()
+	}
+	return s.client.Txn(rctx).
+		If(append(guard, clientv3.Compare(clientv3.Version(s.keyDir), "=", 0).WithPrefix())...).
+		Then(clientv3.OpPut(key, entryValue(true, n), lease)).
+		Else(clientv3.OpTxn(guard, waitThen, waitElse)).
+		Commit()
+}
+
+// cleanUp takes back key, perhaps written by an Acquire or TryAcquire
+// whose write failed on the client's side, and returns err, the reason
+// the caller gives up. It is done even if the caller's context is done.
+//
+// A request that failed on the client's side may still reach etcd later,
+// after the deletion meant to undo it, and leave a waiter that no one
+// waits for. So cleanUp also rewrites the handle's floor key, under the
+// session's lease, in the same transaction as the deletion: every write
+// that creates an acquirer's key requires that the floor key's mod
+// revision is the one its handle knew when it sent the write, so a write
+// sent before the clean-up and applied after it is refused. The floor key
+// is one per handle, made by the first clean-up, and goes with the
+// session; no acquirer's key and no tombstone outlives the call that wrote
+// it.
+func (s *Semaphore) cleanUp(ctx context.Context, key string, err error) error {
+	s.settle(ctx, fmt.Sprintf("taking back %q", key), func(ctx context.Context) error {
+		resp, err := s.client.Txn(ctx).
+			Then(clientv3.OpPut(s.floor, "", clientv3.WithLease(s.session.Lease())), clientv3.OpDelete(key)).
 			Commit()
+		if err == nil {
+			s.noteFloor(resp.Header.Revision)
+			s.freeKey(key)
+		}
 		return err
 	})
-	if derr != nil {
-		s.abandon(fmt.Errorf("taking back %q: %w", key, derr))
-	}
 	return err
+}
+
+// takeBack deletes key, which an Acquire that gives up is known to have
+// written, and returns err, the reason it gives up. A grant of the key
+// still in flight compares the key's mod revision, so it cannot recreate
+// it.
+func (s *Semaphore) takeBack(ctx context.Context, key string, err error) error {
+	s.settle(ctx, fmt.Sprintf("taking back %q", key), func(ctx context.Context) error {
+		_, err := s.client.Delete(ctx, key)
+		if err == nil {
+			s.freeKey(key)
+		}
+		return err
+	})
+	return err
+}
+
+// noteFloor records m as the floor key's mod revision, unless a later one
+// has been seen already.
+func (s *Semaphore) noteFloor(m int64) {
+	for {
+		old := s.floorMod.Load()
+		if m <= old || s.floorMod.CompareAndSwap(old, m) {
+			return
+		}
+	}
 }
 
 // A grantReq is one grant transaction, computed from a view of the
@@ -214,6 +274,7 @@ type grantReq struct {
 	newKey   string
 	newN     int64
 	newLimit int64
+	floor    int64         // for a key it creates, the floor key's mod revision when the view was read
 	orElse   []clientv3.Op // what the transaction runs if it does not commit
 }
 
@@ -226,8 +287,8 @@ type grantReq struct {
 // An arrival's place in line is the commit's revision, not the view's, so
 // an arrival's grant also requires that no acquirer's key has been
 // created since the view (one would be ahead of it, and the view did not
-// weigh it); and a key it creates, that the key has never been created
-// (see cleanUp).
+// weigh it); and a key it creates, that the handle's floor key is as the
+// handle knew it (see cleanUp).
 func (s *Semaphore) grant(ctx context.Context, g grantReq) (*clientv3.TxnResponse, error) {
 	cmps := make([]clientv3.Cmp, 0, len(g.grantees)+3)
 	ops := make([]clientv3.Op, 0, len(g.grantees)+1)
@@ -240,7 +301,7 @@ func (s *Semaphore) grant(ctx context.Context, g grantReq) (*clientv3.TxnRespons
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keyDir), "<", g.viewRev+1).WithPrefix())
 		switch {
 		case g.newKey != "":
-			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(g.newKey), "=", 0))
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.floor), "=", g.floor))
 			ops = append(ops, clientv3.OpPut(g.newKey, entryValue(true, g.newN), clientv3.WithLease(s.session.Lease())))
 		default:
 			next := g.cfg
@@ -251,171 +312,6 @@ func (s *Semaphore) grant(ctx context.Context, g grantReq) (*clientv3.TxnRespons
 	rctx, cancel := s.rpcContext(ctx)
 	defer cancel()
 	return s.client.Txn(rctx).If(cmps...).Then(ops...).Else(g.orElse...).Commit()
-}
-
-// A waiter is an Acquire whose key is written. It looks at the semaphore
-// as of its key's creation first, and then, if it must wait, as the
-// handle's follower sees it; it grants itself, with the waiters admitted
-// ahead of it, as soon as the rules admit it.
-type waiter struct {
-	s      *Semaphore
-	key    string
-	n      int64
-	ctx    context.Context
-	create int64 // the key's create revision
-
-	// The fields below are guarded by the follower's mu, so that Parked
-	// (export_test.go) can tell a waiter that has seen every change and
-	// waits for the next. Only the waiter's own goroutine writes them.
-	f    *follower
-	seen uint64 // the follower's version last assessed
-	idle bool   // waiting for the follower's next change
-}
-
-// step is what a waiter makes of one view of the semaphore.
-type step struct {
-	me       *entry   // the waiter's key; nil if it is gone
-	closed   bool     // the semaphore is closed
-	cfg      config   // the config, for a grant's compare
-	grantees []*entry // the waiters to grant, if the rules admit this one
-}
-
-// assess looks at v for the waiter. v must not change meanwhile.
-func (w *waiter) assess(v *view) step {
-	st := step{me: v.entries[w.key], closed: v.cfg.Closed, cfg: v.cfg}
-	if st.me != nil && !st.me.held && !st.closed {
-		if g := v.admitted(nil); slices.Contains(g, st.me) {
-			st.grantees = g[:min(len(g), grantBatch)]
-		}
-	}
-	return st
-}
-
-// wait follows the semaphore from st, the waiter's assessment of the view
-// its arrival read, until the waiter's key is held, then returns a token
-// for it; or until the waiter must give up, and then deletes the key and
-// returns why.
-func (w *waiter) wait(st step) (token.Token, error) {
-	s, ctx := w.s, w.ctx
-	defer func() {
-		if w.f != nil {
-			s.unpark(w)
-			s.leave(w.f)
-		}
-	}()
-	var head string         // the head of the batch this waiter was last admitted in
-	var headSince time.Time // since when
-	for {
-		// A waiter admitted behind the head of its batch yields the grant
-		// to the head for grantGrace; the head grants at once.
-		var yield time.Duration
-		if st.grantees != nil && st.grantees[0] != st.me {
-			if st.grantees[0].key != head {
-				head, headSince = st.grantees[0].key, time.Now()
-			}
-			yield = grantGrace - time.Since(headSince)
-		}
-		switch {
-		case st.me == nil:
-			// Only the lease's end deletes a waiter's key.
-			return token.Token{}, s.lostKey(w.key)
-		case st.me.held:
-			return w.granted(st.me.mod)
-		case st.closed:
-			return token.Token{}, s.cleanUp(ctx, w.key, ErrClosed)
-		case st.grantees != nil && yield <= 0:
-			resp, err := s.grant(ctx, grantReq{cfg: st.cfg, grantees: st.grantees})
-			if err != nil {
-				return token.Token{}, s.cleanUp(ctx, w.key, s.rpcError(ctx, err))
-			}
-			if resp.Succeeded && slices.Contains(st.grantees, st.me) {
-				return w.granted(resp.Header.Revision)
-			}
-			// Either the view was out of date, or the batch ended before
-			// this waiter: the change that failed the grant, or the grant
-			// itself, is on its way to the follower as a change to come.
-		}
-		if w.f == nil {
-			f, err := s.follower(ctx)
-			if err != nil {
-				return token.Token{}, s.cleanUp(ctx, w.key, err)
-			}
-			w.f = f
-			s.park(w)
-		}
-		var deadline <-chan time.Time
-		if st.grantees != nil && yield > 0 {
-			deadline = time.After(yield)
-		}
-		var err error
-		if st, err = w.next(deadline); err != nil {
-			return token.Token{}, s.cleanUp(ctx, w.key, err)
-		}
-	}
-}
-
-// next waits until the follower has a view that the waiter has not yet
-// assessed and that shows the waiter's key created, and assesses it; or,
-// if deadline is not nil, until deadline, and then assesses the view it
-// has.
-func (w *waiter) next(deadline <-chan time.Time) (step, error) {
-	f := w.f
-	for {
-		f.mu.Lock()
-		if f.err != nil {
-			err := f.err
-			f.mu.Unlock()
-			return step{}, err
-		}
-		if f.version != w.seen && f.view.rev >= w.create {
-			w.seen = f.version
-			st := w.assess(f.view)
-			f.mu.Unlock()
-			return st, nil
-		}
-		changed := f.changed
-		w.idle = deadline == nil // with a deadline it acts on its own
-		f.mu.Unlock()
-		select {
-		case <-changed:
-		case <-w.ctx.Done():
-			return step{}, w.ctx.Err()
-		case <-w.s.session.Done():
-			return step{}, w.s.Err() // the key goes with the lease
-		case <-deadline:
-			f.mu.Lock()
-			w.idle = false
-			st := w.assess(f.view)
-			f.mu.Unlock()
-			return st, nil
-		}
-		f.mu.Lock()
-		w.idle = false
-		f.mu.Unlock()
-	}
-}
-
-// granted returns the token for the waiter's key, held since revision mod,
-// unless the waiter's context is done: a done context wins over a grant,
-// and the permits go back.
-func (w *waiter) granted(mod int64) (token.Token, error) {
-	if err := w.ctx.Err(); err != nil {
-		return token.Token{}, w.s.cleanUp(w.ctx, w.key, err)
-	}
-	return w.s.tokenFor(w.key, w.n, mod), nil
-}
-
-// park and unpark list and unlist a waiter that uses the follower.
-func (s *Semaphore) park(w *waiter) {
-	s.mu.Lock()
-	s.parked[w] = struct{}{}
-	s.mu.Unlock()
-}
-
-func (s *Semaphore) unpark(w *waiter) {
-	s.mu.Lock()
-	delete(s.parked, w)
-	s.mu.Unlock()
 }
 
 // lostKey returns the error for a key of the handle that etcd deleted: the
@@ -430,8 +326,9 @@ func (s *Semaphore) lostKey(key string) error {
 // TryAcquire takes n permits if the semaphore grants them now, without
 // waiting, and reports whether it did. It follows Acquire's rules: it does
 // not take permits ahead of a waiter that the current limit admits, on any
-// handle. It takes two round trips, one to read the semaphore and one to
-// grant, and one more for each grant of another handle that comes between.
+// handle. It takes one round trip where nobody holds or waits; otherwise
+// two, one to read the semaphore and one to grant, and one more for each
+// grant of another handle that comes between.
 //
 // ok is false with a nil error when the semaphore refuses for want of
 // permits or for a waiter ahead. On failure, TryAcquire returns the zero
@@ -440,6 +337,7 @@ func (s *Semaphore) lostKey(key string) error {
 // errors of a round trip as for Acquire. TryAcquire(0) succeeds unless the
 // semaphore is closed.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (token.Token, bool, error) {
+	s.check("TryAcquire", ctx)
 	if err := s.checkRequest(n); err != nil {
 		return token.Token{}, false, err
 	}
@@ -455,7 +353,36 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (token.Token, bool,
 		}
 		return emptyToken(), true, nil
 	}
-	v, err := s.read(ctx)
+	c := s.cachedConfig()
+	if c.Closed || n > c.Limit {
+		v, err := s.read(ctx)
+		if err != nil {
+			return token.Token{}, false, err
+		}
+		return s.tryFrom(ctx, n, v)
+	}
+	// Nobody holds or waits, as far as the handle knows: grant at once if
+	// that is so, and read the semaphore otherwise, in one round trip.
+	key := s.newKey()
+	rctx, cancel := s.rpcContext(ctx)
+	resp, err := s.client.Txn(rctx).
+		If(
+			clientv3.Compare(clientv3.Value(s.cfgKey), "=", c.value),
+			clientv3.Compare(clientv3.Version(s.keyDir), "=", 0).WithPrefix(),
+			clientv3.Compare(clientv3.ModRevision(s.floor), "=", s.floorMod.Load()),
+		).
+		Then(clientv3.OpPut(key, entryValue(true, n), clientv3.WithLease(s.session.Lease()))).
+		Else(clientv3.OpGet(s.prefix, clientv3.WithPrefix())).
+		Commit()
+	cancel()
+	if err != nil {
+		return token.Token{}, false, s.cleanUp(ctx, key, s.rpcError(ctx, err))
+	}
+	if resp.Succeeded {
+		return s.hold(key, n, resp.Header.Revision, resp.Header.Revision, false).token(), true, nil
+	}
+	s.freeKey(key) // not written
+	v, err := s.viewOf(resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
 	if err != nil {
 		return token.Token{}, false, err
 	}
@@ -463,8 +390,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (token.Token, bool,
 }
 
 // tryFrom is TryAcquire from view v onwards.
-func (s *Semaphore) tryFrom(ctx context.Context, n int64, v *view) (token.Token, bool, error) {
+func (s *Semaphore) tryFrom(ctx context.Context, n int64, v *view) (_ token.Token, _ bool, err error) {
 	key := s.newKey()
+	keep := false // the key is written, or cleanUp gives it back
+	defer func() {
+		if !keep {
+			s.freeKey(key)
+		}
+	}()
 	for {
 		if v.cfg.Closed {
 			return token.Token{}, false, ErrClosed
@@ -476,7 +409,7 @@ func (s *Semaphore) tryFrom(ctx context.Context, n int64, v *view) (token.Token,
 		}
 		g := grantReq{
 			cfg: v.cfg, grantees: grantees[:len(grantees)-1],
-			arrival: true, viewRev: v.rev, newKey: key, newN: n,
+			arrival: true, viewRev: v.rev, newKey: key, newN: n, floor: s.floorMod.Load(),
 			orElse: []clientv3.Op{clientv3.OpGet(s.prefix, clientv3.WithPrefix())},
 		}
 		if len(g.grantees) >= grantBatch {
@@ -487,12 +420,14 @@ func (s *Semaphore) tryFrom(ctx context.Context, n int64, v *view) (token.Token,
 		if err != nil {
 			err = s.rpcError(ctx, err)
 			if g.arrival {
+				keep = true
 				err = s.cleanUp(ctx, key, err)
 			}
 			return token.Token{}, false, err
 		}
 		if resp.Succeeded && g.arrival {
-			return s.tokenFor(key, n, resp.Header.Revision), true, nil
+			keep = true
+			return s.hold(key, n, resp.Header.Revision, resp.Header.Revision, false).token(), true, nil
 		}
 		if resp.Succeeded {
 			v, err = s.read(ctx)

@@ -138,3 +138,41 @@ func ExampleSemaphore_WaitIdle() {
 	// waiter: etcdsem: semaphore is closed
 	// idle: <nil>
 }
+
+// A job that writes its progress to etcd guards each write with its
+// token's fence, so that a job whose permit was lost (its process paused,
+// or its network broke, for longer than its lease) cannot overwrite the
+// work of the job that got the permit next.
+func ExampleSemaphore_AcquireFenced() {
+	cli, session := connect()
+	defer cli.Close()
+	defer session.Close()
+
+	ctx := context.Background()
+	sem, err := etcdsem.New(ctx, session, "/semaphores/migration", 1, 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tok, fence, err := sem.AcquireFenced(ctx, 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp, err := cli.Txn(ctx).
+		If(fence.IsHeld()).
+		Then(clientv3.OpPut("/migration/progress", "step 1")).
+		Commit()
+	fmt.Println("written while holding:", err == nil && resp.Succeeded)
+	tok.Release()
+
+	resp, err = cli.Txn(ctx).
+		If(fence.IsHeld()).
+		Then(clientv3.OpPut("/migration/progress", "step 2")).
+		Commit()
+	fmt.Println("written after release:", err == nil && resp.Succeeded)
+	<-fence.Done()
+	// Output:
+	// written while holding: true
+	// written after release: false
+}

@@ -2,18 +2,18 @@ package etcdsem
 
 import (
 	"context"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Parked returns the number of Acquire calls parked on s that have seen
-// every change under the semaphore's prefix and wait for the next: each
-// waits on the handle's follower with its context live and no timer of its
-// own running, has assessed the follower's latest view, and that view
-// holds exactly the keys, at exactly the revisions, that a fresh read
-// finds. Such a call has found itself not admitted by that state, and does
-// nothing until the state changes. It is the Settler that semtest needs to
-// settle a semaphore it cannot run in a bubble.
+// Parked returns the number of Acquire calls waiting on s that have seen
+// every change to what they watch and wait for the next: each has its
+// context live and no timer of its own running, and the keys it watches
+// (the config, and the waiter ahead of it or the holders) are as its view
+// has them, at exactly the revisions that a fresh read finds. Such a call has found itself not admitted, and nothing that
+// could admit it has changed since. It is the Settler that semtest needs
+// to settle a semaphore it cannot run in a bubble.
 func Parked(ctx context.Context, s *Semaphore) (int, error) {
 	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithPrefix())
 	if err != nil {
@@ -21,7 +21,7 @@ func Parked(ctx context.Context, s *Semaphore) (int, error) {
 	}
 	now := make(map[string]int64, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		if string(kv.Value) != goneValue {
+		if !strings.HasPrefix(string(kv.Key), s.prefix+floorDir) {
 			now[string(kv.Key)] = kv.ModRevision
 		}
 	}
@@ -33,36 +33,22 @@ func Parked(ctx context.Context, s *Semaphore) (int, error) {
 	s.mu.Unlock()
 	count := 0
 	for _, w := range waiters {
-		f := w.f
-		f.mu.Lock()
-		if w.idle && w.seen == f.version && f.err == nil && f.view.rev >= w.create &&
-			w.ctx.Err() == nil && f.view.matches(s.cfgKey, now) {
+		w.mu.Lock()
+		v := w.view
+		ok := w.idle && w.ctx.Err() == nil && v != nil && now[s.cfgKey] == v.cfg.mod
+		for _, key := range w.watched[min(1, len(w.watched)):] { // the config's first
+			var mod int64
+			if e := v.entries[key]; e != nil {
+				mod = e.mod
+			}
+			ok = ok && now[key] == mod
+		}
+		w.mu.Unlock()
+		if ok {
 			count++
 		}
-		f.mu.Unlock()
 	}
 	return count, nil
-}
-
-// matches reports whether v holds exactly the keys in now, each at the mod
-// revision now gives it.
-func (v *view) matches(cfgKey string, now map[string]int64) bool {
-	want := len(v.entries)
-	if v.cfg.mod != 0 {
-		want++
-		if now[cfgKey] != v.cfg.mod {
-			return false
-		}
-	}
-	if len(now) != want {
-		return false
-	}
-	for key, e := range v.entries {
-		if now[key] != e.mod {
-			return false
-		}
-	}
-	return true
 }
 
 // WalkKey is one acquirer's key for Admitted: its weight and whether it
@@ -93,11 +79,20 @@ func Admitted(limit int64, closed bool, keys []WalkKey, arrival *WalkKey) []stri
 	return names
 }
 
-// Arrive is Acquire's first round trip, alone: it writes key as a waiter
-// for n permits, unless the key has ever been created.
-func Arrive(ctx context.Context, s *Semaphore, key string, n int64) error {
-	_, err := s.arrive(ctx, key, n)
-	return err
+// Floor returns what the handle knows of its floor key: the value that
+// the writes it sends now compare with.
+func Floor(s *Semaphore) int64 { return s.floorMod.Load() }
+
+// Arrive is one attempt of Acquire's first round trip, sent as it would
+// have been when the handle knew floor, asking for no grant: it writes key
+// as a waiter for n permits if the config is as the handle knows it and
+// the floor key is as floor says, and reports whether it did.
+func Arrive(ctx context.Context, s *Semaphore, key string, n int64, floor int64) (bool, error) {
+	resp, err := s.arrival(ctx, key, n, s.cachedConfig(), floor, false)
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded, nil
 }
 
 // CleanUp is what an Acquire that gives up does to its key.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -234,9 +235,9 @@ func (p *proxy) cut() {
 }
 
 // rpcCounter counts the unary calls a client makes, requests that each
-// take one round trip to the server, and the streams it opens (a watch
-// stream or a lease's keep-alive stream).
-type rpcCounter struct{ calls, streams atomic.Int64 }
+// take one round trip to the server, the streams it opens (a watch stream
+// or a lease's keep-alive stream), and the watch events it receives.
+type rpcCounter struct{ calls, streams, events atomic.Int64 }
 
 func (c *rpcCounter) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	c.calls.Add(1)
@@ -245,7 +246,26 @@ func (c *rpcCounter) intercept(ctx context.Context, method string, req, reply an
 
 func (c *rpcCounter) interceptStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	c.streams.Add(1)
-	return streamer(ctx, desc, cc, method, opts...)
+	cs, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return eventCounter{cs, c}, nil
+}
+
+// eventCounter counts the events in the watch responses a stream
+// receives.
+type eventCounter struct {
+	grpc.ClientStream
+	c *rpcCounter
+}
+
+func (e eventCounter) RecvMsg(m any) error {
+	err := e.ClientStream.RecvMsg(m)
+	if resp, ok := m.(*pb.WatchResponse); ok && err == nil {
+		e.c.events.Add(int64(len(resp.Events)))
+	}
+	return err
 }
 
 // newClient returns a client of srv, closed when t ends; if counter is not
@@ -301,8 +321,10 @@ type handle struct {
 
 // handleOpts are newHandle's settings.
 type handleOpts struct {
-	ttl    int  // session lease, in seconds; 10 if zero
-	direct bool // dial the server itself, not its proxy
+	ttl    int         // session lease, in seconds; 10 if zero
+	direct bool        // dial the server itself, not its proxy
+	rpcs   *rpcCounter // counts the handle's calls; a counter of its own if nil
+	dial   []grpc.DialOption
 	opts   []etcdsem.Option
 }
 
@@ -322,7 +344,10 @@ func openHandle(t testing.TB, srv *server, prefix string, initial, max int64, ho
 	if ho.ttl == 0 {
 		ho.ttl = 10
 	}
-	h := &handle{rpcs: &rpcCounter{}}
+	h := &handle{rpcs: ho.rpcs}
+	if h.rpcs == nil {
+		h.rpcs = &rpcCounter{}
+	}
 	endpoint := srv.endpoint()
 	if ho.direct {
 		endpoint = srv.clientURL.String()
@@ -331,10 +356,10 @@ func openHandle(t testing.TB, srv *server, prefix string, initial, max int64, ho
 		Endpoints:   []string{endpoint},
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{
+		DialOptions: append([]grpc.DialOption{
 			grpc.WithChainUnaryInterceptor(h.rpcs.intercept),
 			grpc.WithChainStreamInterceptor(h.rpcs.interceptStream),
-		},
+		}, ho.dial...),
 	})
 	if err != nil {
 		return nil, err

@@ -18,7 +18,8 @@ import (
 // config's at one revision. The compare is on the value rather than the
 // revision: a change of the limit depends only on what the config says,
 // so a config changed and changed back serves as well. Waiters see the
-// change through their followers and grant themselves if it admits them.
+// change through their watches on the config and grant themselves if it
+// admits them.
 
 // TryRelease adds n new permits, raising both the available count and the
 // limit by n, and reports whether it did. It refuses, changing nothing, if
@@ -30,6 +31,7 @@ import (
 // n > MaxPermits, ErrClosed after Close, or the errors of a round trip
 // (ctx.Err(), ErrUnavailable, ErrSessionLost).
 func (s *Semaphore) TryRelease(ctx context.Context, n int64) (ok bool, err error) {
+	s.check("TryRelease", ctx)
 	if n < 0 || n > MaxPermits {
 		return false, fmt.Errorf("%w: TryRelease(%d)", ErrInvalidPermits, n)
 	}
@@ -52,6 +54,7 @@ func (s *Semaphore) TryRelease(ctx context.Context, n int64) (ok bool, err error
 // On failure it returns 0 and ErrInvalidPermits if n < 0, ErrClosed after
 // Close, or the errors of a round trip.
 func (s *Semaphore) Refill(ctx context.Context, n int64) (added int64, err error) {
+	s.check("Refill", ctx)
 	if n < 0 {
 		return 0, fmt.Errorf("%w: Refill(%d)", ErrInvalidPermits, n)
 	}
@@ -81,6 +84,7 @@ func (s *Semaphore) Refill(ctx context.Context, n int64) (added int64, err error
 // above the maximum, ErrClosed after Close, or the errors of a round trip;
 // in each case nothing changes.
 func (s *Semaphore) SetLimit(ctx context.Context, limit int64) error {
+	s.check("SetLimit", ctx)
 	switch {
 	case limit < 0:
 		return fmt.Errorf("%w: SetLimit(%d)", ErrInvalidPermits, limit)
@@ -108,6 +112,7 @@ func (s *Semaphore) SetLimit(ctx context.Context, limit int64) error {
 // Close returns the errors of a round trip if it could not make sure that
 // the semaphore is closed.
 func (s *Semaphore) Close(ctx context.Context) error {
+	s.check("Close", ctx)
 	err := s.changeConfig(ctx, func(c config) (config, bool) {
 		change := !c.Closed
 		c.Closed = true
@@ -190,6 +195,7 @@ func (s *Semaphore) changeConfig(ctx context.Context, change func(config) (confi
 // On failure it returns false and ErrInvalidPermits if n < 0 or
 // n > MaxPermits, ErrClosed after Close, or the errors of a round trip.
 func (s *Semaphore) TryForget(ctx context.Context, n int64) (limit int64, ok bool, err error) {
+	s.check("TryForget", ctx)
 	if n < 0 || n > MaxPermits {
 		return 0, false, fmt.Errorf("%w: TryForget(%d)", ErrInvalidPermits, n)
 	}

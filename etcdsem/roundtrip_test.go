@@ -9,9 +9,10 @@ import (
 )
 
 // Each call's round trips, counted by a client interceptor, on a
-// semaphore nobody else uses: an uncontended Acquire takes two (write the
-// key and read the semaphore, then grant) and opens no watch; a Release
-// takes one; TryAcquire and TryForget two (read, then grant); and every
+// semaphore nobody else uses: an Acquire or TryAcquire where no key is
+// held or waits takes one (the key is written held), and beside a holder
+// two (write the key and read the semaphore, then grant), and opens no
+// watch; a Release takes one; TryForget two (read, then grant); and every
 // config change one while the handle's view of the config is current.
 func TestUncontendedCallsTakeFewRoundTrips(t *testing.T) {
 	srv := startServer(t)
@@ -23,18 +24,30 @@ func TestUncontendedCallsTakeFewRoundTrips(t *testing.T) {
 		want int64
 		call func()
 	}{
-		{"Acquire", 2, func() {
+		{"Acquire", 1, func() {
 			var err error
 			tok, err = h.Acquire(ctx, 2)
 			require.NoError(t, err)
 		}},
 		{"Release", 1, func() { tok.Release() }},
-		{"TryAcquire", 2, func() {
+		{"TryAcquire", 1, func() {
 			var ok bool
 			var err error
 			other, ok, err = h.TryAcquire(ctx, 3)
 			require.True(t, ok)
 			require.NoError(t, err)
+		}},
+		{"Acquire beside a holder", 2, func() {
+			var err error
+			tok, err = h.Acquire(ctx, 1)
+			require.NoError(t, err)
+		}},
+		{"Release beside a holder", 1, func() { tok.Release() }},
+		{"TryAcquire and Release beside a holder", 3, func() {
+			tok, ok, err := h.TryAcquire(ctx, 1)
+			require.True(t, ok)
+			require.NoError(t, err)
+			tok.Release()
 		}},
 		{"Split", 0, func() {
 			var ok bool

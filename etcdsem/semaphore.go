@@ -19,11 +19,14 @@
 // held, made only if the config and those keys are as the view it was
 // computed from saw them, so that no grant outlives a limit change or
 // overtakes another; a release is the deletion of the holder's key, which
-// lets the waiters it admits grant themselves. A handle's parked Acquire
-// calls follow the semaphore through one watch. A holder whose process
-// dies, or whose session expires, gives its permits back when its lease
-// ends: etcd deletes its keys. See docs/fleet.md for the key layout and the
-// argument.
+// lets the waiters it admits grant themselves. A waiting Acquire watches
+// only the keys whose change can admit it (the waiter ahead of it, or the
+// holders when it is first in line) and the config, so that a change wakes
+// only the waiters it can admit. A holder whose process dies, or whose
+// session expires, gives its permits back when its lease ends: etcd
+// deletes its keys. A holder that must not act once it has lost its
+// permits guards its writes with the Fence that AcquireFenced returns. See
+// docs/fleet.md for the key layout, the recovery bound and the argument.
 //
 // Calls that go over the network take a context and return an error where
 // the in-process semaphore returns a bool or nothing; the bool (or count)
@@ -38,9 +41,16 @@
 // Release or Forget of a part made by Split each take one round trip,
 // retried while the connection is broken for up to the Semaphore's
 // timeout. A token cannot return an error: if its round trip still fails,
-// the Semaphore gives up its session (stops renewing its lease), so that
-// etcd returns every permit the session holds once the lease runs out;
-// Done is then closed and Err says why.
+// the call returns and the Semaphore goes on making it in the background
+// until it succeeds or the session ends, so the token's permits come back
+// once etcd can be reached, and never later than the lease. Only a write
+// that fails for another reason (its key holds what its owner did not
+// write) makes the Semaphore give up its session; Done is then closed and
+// Err says why.
+//
+// It is a run-time error to pass New a nil context, session or Option, or
+// to call a method on a nil *Semaphore or with a nil context; the panic's
+// message begins "etcdsem: " and names the argument.
 package etcdsem
 
 import (
@@ -49,6 +59,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,6 +76,10 @@ import (
 // MaxPermits is the largest value for a semaphore's maximum, limit, or a
 // single request, the same as atomicsem.MaxPermits.
 const MaxPermits = semcontract.MaxPermits
+
+// floorDir is where, under a semaphore's prefix, handles keep their floor
+// keys (see cleanUp).
+const floorDir = "f/"
 
 // DefaultTimeout bounds each round trip to etcd unless WithTimeout says
 // otherwise.
@@ -113,6 +128,11 @@ var (
 	ErrMaxMismatch = errors.New("etcdsem: the semaphore exists with a different maximum")
 	// ErrInvalidPrefix is returned by New for an empty prefix.
 	ErrInvalidPrefix = errors.New("etcdsem: the prefix is empty")
+	// ErrNestedPrefix is returned (wrapped, with both prefixes) by New when
+	// the prefix lies inside another semaphore's prefix, or contains one: a
+	// semaphore reads every key under its prefix, so one nested in another
+	// would break both.
+	ErrNestedPrefix = errors.New("etcdsem: the prefix nests with another semaphore's")
 )
 
 // Semaphore is a handle on a weighted semaphore kept in etcd, shared by
@@ -123,7 +143,8 @@ var (
 // for concurrent use. It holds its keys under the lease of the session it
 // was made with, which must outlive it; ending the session (or losing it)
 // returns every permit the handle's tokens hold and fails the handle's
-// parked Acquire calls with ErrSessionLost.
+// waiting Acquire calls with ErrSessionLost. The session's TTL bounds how
+// long a crashed holder keeps its permits (see docs/fleet.md).
 //
 // # Fairness
 //
@@ -140,9 +161,9 @@ var (
 // has not moved since the view it was computed from and its grantees still
 // wait as that view saw them, a config change only if the config is what
 // it was computed from, and Stats reads the whole semaphore at one
-// revision. Waiters learn of changes through a watch on the prefix: an
-// Acquire parked when another handle calls Close returns ErrClosed once the
-// watch delivers the change, but no permit is granted after the Close's
+// revision. Waiters learn of changes through watches: an Acquire waiting
+// when another handle calls Close returns ErrClosed once its watch on the
+// config delivers the change, but no permit is granted after the Close's
 // revision.
 //
 // A Semaphore must be made with New: the zero value is not a handle, and
@@ -160,16 +181,24 @@ type Semaphore struct {
 	prefix  string // the caller's prefix, ending in "/"
 	cfgKey  string // prefix + "config"
 	keyDir  string // prefix + "k/": the acquirers' keys
+	floor   string // prefix + floorDir + "<lease>-<id>": the handle's floor key (see cleanUp)
 	max     int64  // fixed when the semaphore was first created
 	timeout time.Duration
 	id      uint64 // random, so that handles sharing a lease name keys apart
 	seq     atomic.Uint64
 
+	keysMu   sync.Mutex
+	freeKeys []string // key names to use again, guarded by keysMu (see newKey)
+	// floorMod is the floor key's mod revision as the handle last wrote or
+	// read it (0 while the key does not exist). Every write that creates
+	// an acquirer's key compares the floor key's mod revision with it.
+	floorMod atomic.Int64
+
 	mu     sync.Mutex
 	cfg    config               // the latest config seen, guarded by mu
 	lost   error                // why the session was given up, guarded by mu
-	parked map[*waiter]struct{} // Acquire calls parked on the follower, guarded by mu
-	fol    *follower            // follows the semaphore for parked calls; nil if none runs, guarded by mu
+	parked map[*waiter]struct{} // Acquire calls waiting, guarded by mu
+	live   context.Context      // ends with the session; nil until a Fence needs it, guarded by mu
 }
 
 // An Option configures a Semaphore in New.
@@ -182,9 +211,9 @@ type options struct {
 // WithTimeout bounds every round trip the Semaphore makes to etcd,
 // including those of its tokens' Release and Forget, which take no context.
 // A round trip that does not finish in time fails with ErrUnavailable; one
-// made by a token, or one that leaves a key of the handle in doubt, makes
-// the Semaphore give up its session (see the package documentation). A
-// duration of zero or less means DefaultTimeout.
+// made by a token, or one that takes back a key of a failed Acquire, goes
+// on in the background (see the package documentation). A duration of
+// zero or less means DefaultTimeout.
 func WithTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
@@ -234,13 +263,28 @@ func decodeConfig(key string, value []byte, mod int64) (config, error) {
 // open while the handle is used, and ending it returns every permit the
 // handle's tokens hold.
 //
+// A semaphore reads every key under its prefix, so prefixes must not nest:
+// New refuses a prefix inside another semaphore's prefix, or one that
+// contains a semaphore, with ErrNestedPrefix.
+//
 // New returns ErrInvalidPermits unless 0 ≤ initial ≤ max ≤ MaxPermits,
-// ErrInvalidPrefix for an empty prefix, ErrMaxMismatch if the semaphore
+// ErrInvalidPrefix for an empty prefix, ErrNestedPrefix, ErrMaxMismatch if the semaphore
 // exists with another maximum, ErrForeignKeys if the prefix holds keys that
 // are not a semaphore's, ErrSessionLost if the session has ended, and
 // ctx.Err() or ErrUnavailable if etcd does not answer; in each case it
 // writes nothing.
 func New(ctx context.Context, session *concurrency.Session, prefix string, initial, max int64, opts ...Option) (*Semaphore, error) {
+	if ctx == nil {
+		panic("etcdsem: New: nil context")
+	}
+	if session == nil {
+		panic("etcdsem: New: nil session")
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			panic("etcdsem: New: nil Option")
+		}
+	}
 	if initial < 0 || max > MaxPermits || initial > max {
 		return nil, fmt.Errorf("%w: New(%d, %d) needs 0 ≤ initial ≤ max ≤ %d",
 			ErrInvalidPermits, initial, max, MaxPermits)
@@ -266,20 +310,25 @@ func New(ctx context.Context, session *concurrency.Session, prefix string, initi
 		id:      rand.Uint64(),
 		parked:  make(map[*waiter]struct{}),
 	}
+	s.floor = fmt.Sprintf("%s%s%016x-%016x", prefix, floorDir, int64(session.Lease()), s.id)
 	if err := s.alive(); err != nil {
 		return nil, err
 	}
 
-	// Create the config only where the prefix holds nothing at all;
-	// otherwise read everything under it, to join or to refuse.
+	// Create the config only where the prefix holds nothing at all and no
+	// enclosing prefix holds a semaphore's config; otherwise read what is
+	// there, to join or to refuse.
+	ancestors := enclosing(prefix)
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.Version(prefix), "=", 0).WithPrefix()}
+	orElse := []clientv3.Op{clientv3.OpGet(prefix, clientv3.WithPrefix())}
+	for _, a := range ancestors {
+		cmps = append(cmps, clientv3.Compare(clientv3.Version(a+"config"), "=", 0))
+		orElse = append(orElse, clientv3.OpGet(a+"config", clientv3.WithCountOnly()))
+	}
 	fresh := config{Limit: initial, Max: max}
 	rctx, cancel := s.rpcContext(ctx)
 	defer cancel()
-	resp, err := s.client.Txn(rctx).
-		If(clientv3.Compare(clientv3.Version(prefix), "=", 0).WithPrefix()).
-		Then(clientv3.OpPut(s.cfgKey, fresh.encode())).
-		Else(clientv3.OpGet(prefix, clientv3.WithPrefix())).
-		Commit()
+	resp, err := s.client.Txn(rctx).If(cmps...).Then(clientv3.OpPut(s.cfgKey, fresh.encode())).Else(orElse...).Commit()
 	if err != nil {
 		return nil, s.rpcError(ctx, err)
 	}
@@ -288,7 +337,20 @@ func New(ctx context.Context, session *concurrency.Session, prefix string, initi
 		s.cfg = fresh
 		return s, nil
 	}
-	v, err := s.viewOf(resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
+	for i, a := range ancestors {
+		if resp.Responses[i+1].GetResponseRange().Count > 0 {
+			return nil, fmt.Errorf("%w: %q lies inside the semaphore at %q", ErrNestedPrefix, prefix, a)
+		}
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	for _, kv := range kvs {
+		if k := string(kv.Key); strings.HasSuffix(k, "/config") && k != s.cfgKey && !strings.HasPrefix(k, s.keyDir) {
+			if _, err := decodeConfig(k, kv.Value, kv.ModRevision); err == nil {
+				return nil, fmt.Errorf("%w: %q holds the semaphore at %q", ErrNestedPrefix, prefix, strings.TrimSuffix(k, "config"))
+			}
+		}
+	}
+	v, err := s.viewOf(resp.Header.Revision, kvs)
 	if err != nil {
 		return nil, err
 	}
@@ -302,21 +364,43 @@ func New(ctx context.Context, session *concurrency.Session, prefix string, initi
 	return s, nil
 }
 
+// enclosing returns the prefixes that enclose prefix, which ends in "/":
+// each of its proper prefixes that ends in "/", shortest first.
+func enclosing(prefix string) []string {
+	var out []string
+	for i := 0; i < len(prefix)-1; i++ {
+		if prefix[i] == '/' {
+			out = append(out, prefix[:i+1])
+		}
+	}
+	return out
+}
+
 // Prefix returns the prefix the semaphore is stored under, ending in "/".
-func (s *Semaphore) Prefix() string { return s.prefix }
+func (s *Semaphore) Prefix() string {
+	s.check("Prefix", context.Background())
+	return s.prefix
+}
 
 // Max returns the semaphore's ceiling, fixed when it was first created.
-func (s *Semaphore) Max() int64 { return s.max }
+func (s *Semaphore) Max() int64 {
+	s.check("Max", context.Background())
+	return s.max
+}
 
 // Done returns a channel that is closed when the handle's session ends:
 // its lease expired or was revoked, its client was closed, or the handle
 // gave the session up after a token's round trip failed. The handle's
 // tokens are void from then on, and its calls return ErrSessionLost.
-func (s *Semaphore) Done() <-chan struct{} { return s.session.Done() }
+func (s *Semaphore) Done() <-chan struct{} {
+	s.check("Done", context.Background())
+	return s.session.Done()
+}
 
 // Err returns nil while the handle's session lives, and afterwards an error
 // that matches ErrSessionLost and says why the session ended.
 func (s *Semaphore) Err() error {
+	s.check("Err", context.Background())
 	select {
 	case <-s.session.Done():
 	default:
@@ -340,11 +424,11 @@ func (s *Semaphore) alive() error {
 	}
 }
 
-// abandon gives the session up after a round trip that left a key of the
-// handle in doubt (a release, a forget or a cancelled acquire whose write
-// may not have been made): the lease is no longer renewed, so etcd deletes
-// every key under it once it runs out, which returns their permits. It
-// returns err.
+// abandon gives the session up after a round trip on a key of the handle
+// failed for a reason other than a broken connection: the key holds what
+// its owner did not write, so no write of the handle can put it right. The
+// lease is no longer renewed, so etcd deletes every key under it once it
+// runs out, which returns their permits. It returns err.
 func (s *Semaphore) abandon(err error) error {
 	s.mu.Lock()
 	if s.lost == nil {
@@ -353,6 +437,97 @@ func (s *Semaphore) abandon(err error) error {
 	s.mu.Unlock()
 	s.session.Orphan()
 	return err
+}
+
+// settle makes op, a round trip on a key of the handle that is safe to
+// repeat (a deletion, or a compare-and-swap that a first attempt, if
+// made, makes fail), even if the caller's ctx is done. It retries op while
+// the connection is broken, for up to the handle's timeout; if op has
+// still not been made, settle returns and a goroutine goes on making it
+// until it succeeds or the session ends. Until then the key holds what it
+// held: a token's permits stay held, a waiter's key stays in line, but no
+// longer than the session, whose lease runs out if the handle cannot reach
+// etcd. The handle's other tokens and calls go on. If op fails for another
+// reason, the handle gives up its session (see abandon).
+func (s *Semaphore) settle(ctx context.Context, what string, op func(context.Context) error) {
+	if s.alive() != nil {
+		return // the key goes with the lease
+	}
+	dctx, cancel := s.detachedContext(ctx)
+	err := retry(dctx, op)
+	cancel()
+	switch {
+	case err == nil:
+	case transient(err):
+		go s.settleLater(what, op)
+	default:
+		s.abandon(fmt.Errorf("%s: %w", what, err))
+	}
+}
+
+// settleLater makes op, for settle, until it succeeds or the session ends.
+func (s *Semaphore) settleLater(what string, op func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.session.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		err := retry(ctx, op)
+		switch {
+		case err == nil || ctx.Err() != nil:
+			return
+		case !transient(err):
+			s.abandon(fmt.Errorf("%s: %w", what, err))
+			return
+		}
+		select {
+		case <-time.After(maxBackoff):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// transient reports whether err is that of a round trip that did not
+// reach etcd or did not finish in time.
+func transient(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// lossContext returns a context that ends when the session does, starting
+// the goroutine that ends it on first use.
+func (s *Semaphore) lossContext() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.live = ctx
+		go func() {
+			<-s.session.Done()
+			cancel()
+		}()
+	}
+	return s.live
+}
+
+// check panics, naming op, if s is nil or ctx is: both are caller bugs
+// that would otherwise fail far from the call.
+func (s *Semaphore) check(op string, ctx context.Context) {
+	if s == nil {
+		panic("etcdsem: " + op + " on a nil *Semaphore")
+	}
+	if ctx == nil {
+		panic("etcdsem: " + op + " with a nil context")
+	}
 }
 
 // rpcContext returns the context for one round trip on behalf of a caller
@@ -411,8 +586,31 @@ func (s *Semaphore) cachedConfig() config {
 	return s.cfg
 }
 
-// newKey returns a key name no other Acquire will ever use: the lease, the
-// handle's random id and a sequence number.
+// newKey returns a key name that no live acquirer uses: the lease, the
+// handle's random id and a number. Names come back through freeKey once
+// their key is deleted and no write of theirs can land any more, and are
+// used again: etcd keeps every deleted key in its index until the history
+// is compacted, and a prefix read or compare walks them all, so a new name
+// per Acquire would make every Acquire slower than the last. The name
+// freed last is kept back, so that a handle that releases and acquires
+// again at once writes another name: the waiter that watched the released
+// key is not woken again by its next write.
 func (s *Semaphore) newKey() string {
+	s.keysMu.Lock()
+	if len(s.freeKeys) > 1 {
+		key := s.freeKeys[0]
+		s.freeKeys = slices.Delete(s.freeKeys, 0, 1)
+		s.keysMu.Unlock()
+		return key
+	}
+	s.keysMu.Unlock()
 	return fmt.Sprintf("%s%016x-%016x-%x", s.keyDir, int64(s.session.Lease()), s.id, s.seq.Add(1))
+}
+
+// freeKey gives back key, which newKey made: the key is deleted, or was
+// never written, and every write of it that may still land is refused.
+func (s *Semaphore) freeKey(key string) {
+	s.keysMu.Lock()
+	s.freeKeys = append(s.freeKeys, key)
+	s.keysMu.Unlock()
 }

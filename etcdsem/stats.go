@@ -24,6 +24,7 @@ type Stats struct {
 // On failure Stats returns the zero Stats and the errors of a round trip
 // (ctx.Err(), ErrUnavailable, ErrSessionLost), or ErrForeignKeys.
 func (s *Semaphore) Stats(ctx context.Context) (Stats, error) {
+	s.check("Stats", ctx)
 	if err := ctx.Err(); err != nil {
 		return Stats{}, err
 	}
@@ -59,6 +60,7 @@ func (s *Semaphore) Stats(ctx context.Context) (Stats, error) {
 // It returns the errors of a round trip (ErrUnavailable, ErrSessionLost)
 // if it cannot read the semaphore.
 func (s *Semaphore) WaitIdle(ctx context.Context) error {
+	s.check("WaitIdle", ctx)
 	if err := ctx.Err(); err != nil {
 		// Nothing held means nothing to wait for, whatever ctx says: ask.
 		dctx, cancel := s.detachedContext(ctx)

@@ -14,10 +14,24 @@ import (
 	"github.com/atomicsem/atomicsem/token"
 )
 
-// tokenFor returns the token for key, which holds n permits and was last
-// written at revision mod.
-func (s *Semaphore) tokenFor(key string, n, mod int64) token.Token {
-	return token.New(&holding{s: s, key: key, mod: mod, n: n, parts: 1}, n, 0)
+// hold returns the owner of the token for key, created at revision create,
+// which holds n permits since revision granted; fenced asks for a loss
+// signal on it (see Fence).
+func (s *Semaphore) hold(key string, n, create, granted int64, fenced bool) *holding {
+	h := &holding{s: s, key: key, create: create, granted: granted, mod: granted, n: n, parts: 1}
+	if fenced {
+		h.ctx, h.cancel = context.WithCancel(s.lossContext())
+	}
+	return h
+}
+
+// token returns the token for a holding that hold has just made, before
+// any part has ended; for a nil h, the token for no permits.
+func (h *holding) token() token.Token {
+	if h == nil {
+		return emptyToken()
+	}
+	return token.New(h, h.n, 0)
 }
 
 // holding is the owner of the tokens for one held key: the token an
@@ -32,8 +46,12 @@ func (s *Semaphore) tokenFor(key string, n, mod int64) token.Token {
 // be made twice: if the first attempt was made, the compare fails and the
 // key shows it.
 type holding struct {
-	s   *Semaphore
-	key string
+	s       *Semaphore
+	key     string
+	create  int64              // the key's create revision
+	granted int64              // the revision of the grant
+	ctx     context.Context    // ends when the holding does; nil unless fenced
+	cancel  context.CancelFunc // ends ctx; nil unless fenced
 
 	mu    sync.Mutex
 	mod   int64 // the key's mod revision, as last written or seen, guarded by mu
@@ -64,34 +82,38 @@ func (h *holding) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) {
 // end ends a part holding n permits, giving them back (forget false) or
 // retiring them with the limit (forget true). Its round trip is retried
 // while the connection is broken, for up to the handle's timeout in all;
-// if it still fails, the handle gives up its session, and etcd returns the
-// permits when the lease runs out (a Forget that fails so is a Release).
+// if it still fails, end returns and the handle goes on trying in the
+// background (see settle).
 func (h *holding) end(n int64, forget bool) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.parts == 0 || n > h.n {
+		h.mu.Unlock()
 		panic(errEndedTwice)
 	}
 	h.parts--
 	h.n -= n
-	if h.gone || (n == 0 && h.n > 0) {
-		return // nothing of the key's changes
+	if h.parts == 0 && h.cancel != nil {
+		h.cancel() // the caller is done with what the permits protect
 	}
+	unchanged := h.gone || (n == 0 && h.n > 0)
+	h.mu.Unlock()
 	s := h.s
-	if s.alive() != nil {
-		return // the key goes with the lease
+	if unchanged || s.alive() != nil {
+		return // nothing of the key's changes, or the key goes with the lease
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	defer cancel()
-	err := retry(ctx, func(ctx context.Context) error {
-		if forget && n > 0 {
+	s.settle(context.Background(), fmt.Sprintf("ending a token of %q", h.key), func(ctx context.Context) error {
+		// Each attempt writes the key as the live parts leave it then, so
+		// that two parts ended at once write the key's weight in order.
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		switch {
+		case h.gone:
+			return nil
+		case forget && n > 0:
 			return s.forget(ctx, h, n)
 		}
 		return h.write(ctx)
 	})
-	if err != nil {
-		s.abandon(fmt.Errorf("ending a token of %q: %w", h.key, err))
-	}
 }
 
 // write leaves the key holding h.n permits: it deletes the key if h.n is
@@ -102,7 +124,7 @@ func (h *holding) write(ctx context.Context) error {
 		if _, err := s.client.Delete(ctx, h.key); err != nil {
 			return err
 		}
-		h.gone = true
+		h.markGone()
 		return nil
 	}
 	resp, err := s.client.Txn(ctx).
@@ -120,6 +142,15 @@ func (h *holding) write(ctx context.Context) error {
 	return h.settle(resp.Responses[0].GetResponseRange().Kvs)
 }
 
+// markGone records that h's key is deleted, and gives its name back. It
+// requires that h.mu is held.
+func (h *holding) markGone() {
+	if !h.gone {
+		h.gone = true
+		h.s.freeKey(h.key)
+	}
+}
+
 // settle accounts for a compare on the key that failed: the key is gone
 // (its lease ended, or an earlier attempt deleted it), or an earlier
 // attempt of the same write was made; either way the write is done. Any
@@ -127,7 +158,7 @@ func (h *holding) write(ctx context.Context) error {
 // it. It requires that h.mu is held.
 func (h *holding) settle(kvs []*mvccpb.KeyValue) error {
 	if len(kvs) == 0 {
-		h.gone = true
+		h.markGone()
 		return nil
 	}
 	if string(kvs[0].Value) != entryValue(true, h.n) {
@@ -169,7 +200,10 @@ func (s *Semaphore) forget(ctx context.Context, h *holding, n int64) error {
 		if resp.Succeeded {
 			next.value, next.mod = next.encode(), resp.Header.Revision
 			s.noteConfig(next)
-			h.mod, h.gone = resp.Header.Revision, h.n == 0
+			h.mod = resp.Header.Revision
+			if h.n == 0 {
+				h.markGone()
+			}
 			return nil
 		}
 		if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 0 || kvs[0].ModRevision != h.mod {
@@ -188,12 +222,18 @@ func (s *Semaphore) forget(ctx context.Context, h *holding, n int64) error {
 	}
 }
 
+// minBackoff and maxBackoff bound retry's pause between attempts.
+const (
+	minBackoff = 10 * time.Millisecond
+	maxBackoff = 200 * time.Millisecond
+)
+
 // retry runs op until it succeeds, fails for a reason other than a broken
 // connection, or ctx ends. It is for round trips that are safe to repeat:
 // a deletion, or a compare-and-swap that a first attempt, if made, makes
 // fail.
 func retry(ctx context.Context, op func(context.Context) error) error {
-	backoff := 10 * time.Millisecond
+	backoff := minBackoff
 	for {
 		err := op(ctx)
 		if err == nil || status.Code(err) != codes.Unavailable {
@@ -204,7 +244,7 @@ func retry(ctx context.Context, op func(context.Context) error) error {
 		case <-ctx.Done():
 			return err
 		}
-		backoff = min(2*backoff, 200*time.Millisecond)
+		backoff = min(2*backoff, maxBackoff)
 	}
 }
 

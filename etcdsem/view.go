@@ -32,12 +32,10 @@ type entry struct {
 }
 
 // The values an acquirer's key holds: its state and its weight, e.g.
-// "wait 3" or "held 3"; or goneValue, the tombstone of an acquirer that
-// gave up without knowing whether its key was written (see cleanUp).
+// "wait 3" or "held 3".
 const (
 	waitState = "wait"
 	heldState = "held"
-	goneValue = "gone"
 )
 
 func entryValue(held bool, n int64) string {
@@ -76,7 +74,7 @@ func (s *Semaphore) apply(v *view, kv *mvccpb.KeyValue, deleted bool) error {
 		v.cfg = c
 		s.noteConfig(c)
 	case strings.HasPrefix(key, s.keyDir) && len(key) > len(s.keyDir):
-		if deleted || string(kv.Value) == goneValue {
+		if deleted {
 			delete(v.entries, key)
 			return nil
 		}
@@ -85,6 +83,11 @@ func (s *Semaphore) apply(v *view, kv *mvccpb.KeyValue, deleted bool) error {
 			return err
 		}
 		v.entries[key] = e
+	case strings.HasPrefix(key, s.prefix+floorDir) && len(key) > len(s.prefix)+len(floorDir):
+		// A handle's floor key: no part of the semaphore's state.
+		if key == s.floor {
+			s.noteFloor(kv.ModRevision)
+		}
 	default:
 		return fmt.Errorf("%w: %q", ErrForeignKeys, key)
 	}
@@ -226,7 +229,9 @@ func (v *view) admitted(arrival *entry) []*entry {
 // present and reading again when the present has moved on costs a round
 // trip at most, instead of up to 100 ms.
 func (s *Semaphore) follow(ctx, watchCtx context.Context, v *view) (watch clientv3.WatchChan, stop context.CancelFunc, _ *view, err error) {
-	wctx, stop := context.WithCancel(watchCtx)
+	// A watch that requires a leader ends when its member loses quorum,
+	// instead of waiting quietly on a member that hears of no change.
+	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(watchCtx))
 	watch = s.client.Watch(wctx, s.prefix, clientv3.WithPrefix(), clientv3.WithCreatedNotify())
 	var created clientv3.WatchResponse
 	rctx, cancel := s.rpcContext(ctx)

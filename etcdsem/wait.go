@@ -1,0 +1,351 @@
+package etcdsem
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A waiter is an Acquire whose key is written and not yet granted. It
+// looks at the semaphore as of its key's creation first; while the rules
+// do not admit it, it watches only the keys whose change can admit it, and
+// grants itself, with the waiters admitted ahead of it, as soon as the
+// rules do.
+//
+// # What a waiter watches
+//
+// The rules admit a waiter only after every waiter ahead of it that fits
+// the limit, so while one of those waits, nothing else can admit it: the
+// waiter watches the nearest such waiter ahead (whose key is granted or
+// deleted first). A waiter with none ahead of it waits for permits: it
+// watches the keys that hold them, since only a release frees them; no
+// key can be granted ahead of it meanwhile, so no other key comes to hold
+// permits while it waits. Every waiter also watches the config: a lower
+// limit passes waiters over, a higher one frees permits, and Close ends
+// the wait. So each change wakes only the waiters it can admit: a release
+// wakes the first in line, and its grant wakes the next, which then reads
+// the semaphore once to learn the holders it waits for. The key it
+// watched as the one ahead is among them, and its watch goes on.
+//
+// Each watch starts at the present: etcd sends changes as they are made on
+// a watch that starts at a revision it has not yet reached, but serves one
+// that starts at a past revision from a loop that catches up every 100 ms,
+// and under contention the revision a waiter read is past by the time its
+// watch reaches etcd. When a watch starts later than the view it was
+// chosen from, the waiter reads the semaphore once more, so that no change
+// in between is missed.
+//
+// A waiter whose process dies while first in line holds back those
+// behind it until its lease runs out and etcd deletes its key, which wakes
+// the next.
+type waiter struct {
+	s      *Semaphore
+	key    string
+	n      int64
+	ctx    context.Context
+	create int64 // the key's create revision
+	fenced bool  // the caller wants a loss signal on its token
+
+	watches map[string]*keyWatch // by key: the open watches, the config's among them
+	cases   []reflect.SelectCase // the watches' channels, for follow; rebuilt when they change
+
+	// The fields below are written by the waiter's own goroutine under mu,
+	// so that Parked (export_test.go) can tell a waiter that has seen
+	// every change it watches for and waits for the next.
+	mu      sync.Mutex
+	view    *view    // the view last assessed
+	watched []string // the keys watched, the config's first
+	idle    bool     // waiting for a change
+}
+
+// A keyWatch is a waiter's watch on one key.
+type keyWatch struct {
+	key    string
+	ch     clientv3.WatchChan
+	cancel context.CancelFunc
+}
+
+// step is what a waiter makes of one view of the semaphore.
+type step struct {
+	me       *entry   // the waiter's key; nil if it is gone
+	closed   bool     // the semaphore is closed
+	cfg      config   // the config, for a grant's compare
+	grantees []*entry // the waiters to grant, if the rules admit this one
+}
+
+// assess looks at v for the waiter. v must not change meanwhile.
+func (w *waiter) assess(v *view) step {
+	st := step{me: v.entries[w.key], closed: v.cfg.Closed, cfg: v.cfg}
+	if st.me != nil && !st.me.held && !st.closed {
+		if g := v.admitted(nil); slices.Contains(g, st.me) {
+			st.grantees = g[:min(len(g), grantBatch)]
+		}
+	}
+	return st
+}
+
+// targets returns the keys whose change can admit the waiter in v, the
+// config's first.
+func (w *waiter) targets(v *view) []string {
+	out := []string{w.s.cfgKey}
+	me := v.entries[w.key]
+	if me == nil || me.n > v.cfg.Limit {
+		return out // only a higher limit can admit it
+	}
+	var ahead *entry
+	for _, e := range v.entries {
+		if !e.held && e.create < me.create && e.n <= v.cfg.Limit && (ahead == nil || e.create > ahead.create) {
+			ahead = e
+		}
+	}
+	if ahead != nil {
+		return append(out, ahead.key)
+	}
+	for _, e := range v.entries {
+		if e.held {
+			out = append(out, e.key)
+		}
+	}
+	return out
+}
+
+// wait follows the semaphore from v, the view the waiter's arrival read,
+// until the waiter's key is held, then returns the token's owner; or
+// until the waiter must give up, and then deletes the key and returns why.
+func (w *waiter) wait(v *view) (*holding, error) {
+	s, ctx := w.s, w.ctx
+	s.park(w)
+	defer s.unpark(w)
+	defer w.unwatch()
+	for {
+		st := w.assess(v)
+		switch {
+		case st.me == nil:
+			// Only the lease's end deletes a waiter's key.
+			return nil, s.lostKey(w.key)
+		case st.me.held:
+			return w.granted(st.me.mod)
+		case st.closed:
+			return nil, s.takeBack(ctx, w.key, ErrClosed)
+		case st.grantees != nil:
+			// Admitted: grant the batch, from its head. Another waiter of
+			// the batch may send the same grant; only the first commits,
+			// and the other finds itself held.
+			resp, err := s.grant(ctx, grantReq{
+				cfg: st.cfg, grantees: st.grantees,
+				orElse: []clientv3.Op{clientv3.OpGet(s.prefix, clientv3.WithPrefix())},
+			})
+			if err != nil {
+				return nil, s.takeBack(ctx, w.key, s.rpcError(ctx, err))
+			}
+			if resp.Succeeded && slices.Contains(st.grantees, st.me) {
+				return w.granted(resp.Header.Revision)
+			}
+			// Either the view was out of date, or the batch ended before
+			// this waiter: look again.
+			if resp.Succeeded {
+				v, err = s.read(ctx)
+			} else {
+				v, err = s.viewOf(resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
+			}
+			if err != nil {
+				return nil, s.takeBack(ctx, w.key, err)
+			}
+			continue
+		}
+		var err error
+		if v, err = w.follow(v); err != nil {
+			return nil, s.takeBack(ctx, w.key, err)
+		}
+	}
+}
+
+// follow waits, from view v, for a change that can admit the waiter, and
+// returns the view that shows it.
+func (w *waiter) follow(v *view) (*view, error) {
+	s := w.s
+	keys := w.targets(v)
+	if w.watch(v, keys) {
+		// A watch started after v's revision: what it watches may have
+		// changed in between. Read again; the watches carry on from it.
+		return s.read(w.ctx)
+	}
+	w.mu.Lock()
+	w.view, w.watched, w.idle = v, keys, true
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.idle = false
+		w.mu.Unlock()
+	}()
+	fixed := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.ctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.session.Done())},
+	}
+	cases := append(fixed, w.cases...)
+	for {
+		i, got, ok := reflect.Select(cases)
+		switch i {
+		case 0:
+			return nil, w.ctx.Err()
+		case 1:
+			return nil, s.Err() // the key goes with the lease
+		}
+		resp := clientv3.WatchResponse{}
+		if ok {
+			resp = got.Interface().(clientv3.WatchResponse)
+		}
+		if !ok || resp.Err() != nil {
+			// The watch ended: no leader, a compacted revision, or a
+			// closed client. Read afresh and watch again.
+			w.unwatch()
+			return w.reread()
+		}
+		if !changes(v, resp.Events) {
+			continue // a change that the view already shows
+		}
+		if w.targetsHold(v) {
+			// A holder's release, or a config change, seen by the first
+			// in line, whose view is exact for every key that can admit
+			// it: apply it and look. The view keeps its revision, so
+			// that a watch chosen from it later starts early enough to
+			// see the changes to keys it did not watch.
+			w.mu.Lock()
+			rev := v.rev
+			err := s.applyEvents(v, resp.Events)
+			v.rev = rev
+			w.mu.Unlock()
+			return v, err
+		}
+		return s.read(w.ctx)
+	}
+}
+
+// reread reads the semaphore afresh for a waiter whose watch ended,
+// trying again while etcd does not answer: a waiter keeps its place
+// through an outage (a restart, a leader election) for as long as its
+// context and its session last.
+func (w *waiter) reread() (*view, error) {
+	backoff := minBackoff
+	for {
+		v, err := w.s.read(w.ctx)
+		if !errors.Is(err, ErrUnavailable) {
+			return v, err
+		}
+		select {
+		case <-time.After(backoff):
+		case <-w.ctx.Done():
+			return nil, w.ctx.Err()
+		case <-w.s.session.Done():
+			return nil, w.s.Err()
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// targetsHold reports whether the waiter watches the holders in v: it is
+// first in line, so its view is exact for every key that can change.
+func (w *waiter) targetsHold(v *view) bool {
+	for key := range w.watches {
+		if e := v.entries[key]; e != nil && !e.held {
+			return false
+		}
+	}
+	me := v.entries[w.key]
+	return me != nil && me.n <= v.cfg.Limit
+}
+
+// changes reports whether events hold a change later than v.
+func changes(v *view, events []*clientv3.Event) bool {
+	for _, ev := range events {
+		if ev.Kv.ModRevision > v.rev {
+			return true
+		}
+	}
+	return false
+}
+
+// watch leaves the waiter watching keys, keeping the watches it has and
+// starting the others at the present, and reports whether one of those
+// started after v's revision (or could not start), so that a change
+// between v and the watch may have been missed.
+func (w *waiter) watch(v *view, keys []string) (moved bool) {
+	if w.watches == nil {
+		w.watches = make(map[string]*keyWatch, len(keys))
+	}
+	changed := false
+	for key, kw := range w.watches {
+		if !slices.Contains(keys, key) {
+			kw.cancel()
+			delete(w.watches, key)
+			changed = true
+		}
+	}
+	var opened []*keyWatch
+	for _, key := range keys {
+		if w.watches[key] == nil {
+			ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(w.ctx))
+			ch := w.s.client.Watch(ctx, key, clientv3.WithCreatedNotify())
+			kw := &keyWatch{key: key, ch: ch, cancel: cancel}
+			w.watches[key] = kw
+			opened = append(opened, kw)
+			changed = true
+		}
+	}
+	for _, kw := range opened {
+		select {
+		case resp, ok := <-kw.ch:
+			if !ok || !resp.Created || resp.Err() != nil || resp.Header.Revision > v.rev {
+				moved = true
+			}
+		case <-w.ctx.Done():
+			moved = true // follow's read returns ctx.Err()
+		case <-w.s.session.Done():
+			moved = true // follow's read returns ErrSessionLost
+		}
+	}
+	if changed {
+		w.cases = w.cases[:0]
+		for _, kw := range w.watches {
+			w.cases = append(w.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(kw.ch)})
+		}
+	}
+	return moved
+}
+
+// unwatch ends the waiter's watches.
+func (w *waiter) unwatch() {
+	for key, kw := range w.watches {
+		kw.cancel()
+		delete(w.watches, key)
+	}
+	w.cases = w.cases[:0]
+}
+
+// granted returns the owner of the token for the waiter's key, held since
+// revision mod, unless the waiter's context is done: a done context wins
+// over a grant, and the permits go back.
+func (w *waiter) granted(mod int64) (*holding, error) {
+	if err := w.ctx.Err(); err != nil {
+		return nil, w.s.takeBack(w.ctx, w.key, err)
+	}
+	return w.s.hold(w.key, w.n, w.create, mod, w.fenced), nil
+}
+
+// park and unpark list and unlist a waiting Acquire, for Parked.
+func (s *Semaphore) park(w *waiter) {
+	s.mu.Lock()
+	s.parked[w] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *Semaphore) unpark(w *waiter) {
+	s.mu.Lock()
+	delete(s.parked, w)
+	s.mu.Unlock()
+}
