@@ -2,7 +2,6 @@ package atomicsem
 
 import (
 	syncatomic "sync/atomic"
-	"testing"
 	"time"
 
 	"go.uber.org/atomic"
@@ -82,15 +81,18 @@ func (w *waiter) waitedFor() time.Duration {
 // another bubble, and does not count a goroutine parked on a channel made
 // outside its bubble as durably blocked, which stalls the bubble's clock.
 //
-// Bubbles exist only in test binaries, so anywhere else this is one load of
-// a constant string. In a test binary it reads the clock: inside a bubble
-// the clock carries no monotonic reading, and outside one it always does.
+// Outside a bubble, time.Since(epoch) reads the monotonic clock, and is
+// never negative. In a bubble, time.Now carries no monotonic reading, so
+// Since compares wall clocks: the bubble's starts at midnight UTC on
+// 2000-01-01, before epoch, which was read at package initialization,
+// outside every bubble. (A bubble whose fake clock has been moved past the
+// process's start, decades of fake time, is taken for the outside, and a
+// semaphore shared between it and the outside is then not safe.) It is one
+// read of the monotonic clock, made only by an Acquire about to park; no
+// cheaper way to tell a bubble exists outside the runtime, and a test binary
+// pays exactly what a production binary does.
 func inBubble() bool {
-	if !testing.Testing() {
-		return false
-	}
-	now := time.Now()
-	return now == now.Round(0) // Round(0) strips the monotonic reading
+	return time.Since(epoch) < 0
 }
 
 // maxFreeWaiters caps a semaphore's free list. Records beyond it are left to

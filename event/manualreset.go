@@ -8,17 +8,21 @@ import (
 // ManualReset is an event that, once set, releases every waiter, present and
 // future, until it is Reset.
 //
-// The zero value is an unset event, ready to use. A ManualReset must not be
-// copied after first use.
+// The zero value is an unset event, ready to use. Its channel is made by
+// the first goroutine that waits on it after each Reset (Wait or Done); Set
+// and Reset never make one, so an event set inside a testing/synctest
+// bubble can be waited on outside it, and the reverse. A ManualReset must
+// not be copied after first use.
 //
 // Memory ordering: a Set synchronizes before the return of every Wait that it
 // releases and of every IsSet that reports true because of it.
 type ManualReset struct {
 	_  noCopy
 	mu sync.Mutex
-	// ch is closed while the event is set. Reset installs a fresh channel,
-	// so a waiter that captured the old one is still released by the Set
-	// it was waiting for. nil until first use.
+	// ch is closed while the event is set, or nil until a waiter needs
+	// it. Reset drops it, so a waiter that captured the old one is still
+	// released by the Set it was waiting for, and the next waiter makes a
+	// fresh one.
 	ch  chan struct{}
 	set bool
 }
@@ -28,7 +32,9 @@ type ManualReset struct {
 func (e *ManualReset) Set() {
 	e.mu.Lock()
 	if !e.set {
-		close(e.channelLocked())
+		if e.ch != nil {
+			close(e.ch)
+		}
 		e.set = true
 	}
 	e.mu.Unlock()
@@ -39,7 +45,7 @@ func (e *ManualReset) Set() {
 func (e *ManualReset) Reset() {
 	e.mu.Lock()
 	if e.set {
-		e.ch = make(chan struct{})
+		e.ch = nil
 		e.set = false
 	}
 	e.mu.Unlock()
@@ -68,10 +74,15 @@ func (e *ManualReset) Done() <-chan struct{} {
 	return e.channelLocked()
 }
 
-// channelLocked requires that e.mu is held.
+// channelLocked returns the event's channel, making it (closed, if the
+// event is set) for the calling waiter if there is none. It requires that
+// e.mu is held.
 func (e *ManualReset) channelLocked() chan struct{} {
 	if e.ch == nil {
 		e.ch = make(chan struct{})
+		if e.set {
+			close(e.ch)
+		}
 	}
 	return e.ch
 }

@@ -202,10 +202,12 @@ func Run(t *testing.T, newSem NewFunc, opts ...Option) {
 				t.Skip("semtest: barging only")
 			case ch.fakeTime && !c.bubble:
 				t.Skip("semtest: needs exact fake time (InBubble)")
+			case ch.bubbles && !c.bubble:
+				t.Skip("semtest: shares a semaphore between bubbles and the outside (InBubble)")
 			case ch.memoryModel && !c.memoryModel:
 				t.Skip("semtest: the semaphore does not promise the Go memory model's ordering")
 			}
-			if c.bubble && !ch.realTime {
+			if c.bubble && !ch.realTime && !ch.bubbles {
 				synctest.Test(t, func(t *testing.T) { ch.f(newEnv(t, c, newSem)) })
 				return
 			}
@@ -222,11 +224,12 @@ type check struct {
 	barging     bool // holds only for a barging semaphore
 	fakeTime    bool // needs exact fake time
 	realTime    bool // runs real goroutines against real time, outside any bubble
+	bubbles     bool // enters bubbles itself, with a semaphore made outside them
 	memoryModel bool // needs the Go memory model's ordering
 }
 
 // checks is the suite, in the order it runs.
-var checks = concat(basicChecks, limitChecks, forgetChecks, idleChecks, fairnessChecks, loadChecks)
+var checks = concat(basicChecks, limitChecks, forgetChecks, idleChecks, fairnessChecks, loadChecks, bubbleChecks)
 
 func concat(lists ...[]check) []check {
 	var all []check
