@@ -16,7 +16,11 @@
 //
 // Neither a Group nor Map recovers a panic in a function it runs: as with
 // errgroup, the panic crashes the program as any goroutine's panic does,
-// after the permits the function held have been released.
+// after the permits the function held have been released. A panicking
+// function never counts as returned, so Wait and Map do not return while
+// the runtime prints the panic (the crash reports it as "[recovered,
+// repanicked]": the group recovers it only to release the permits, and
+// panics again with the same value from the same frame).
 package group
 
 import (
