@@ -28,7 +28,16 @@ import (
 //   - ErrClosed if the semaphore is closed, or is closed while Acquire waits;
 //     if ctx is done as well, Acquire may return ctx.Err() instead, and does
 //     when ctx was done before the call.
+//
+// It is a run-time error to call Acquire on a nil *Semaphore or with a nil
+// ctx; the panic's message begins "atomicsem: ".
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
+	if s == nil {
+		panic(nilSemaphore("Acquire"))
+	}
+	if ctx == nil {
+		panic(nilContext("Acquire"))
+	}
 	var w *waiter
 	bubbled := false
 	if 0 < n && n <= MaxPermits && !isDone(ctx) {
@@ -100,8 +109,12 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 // a parked waiter that the current limit admits: in FIFO mode always, in
 // barging mode while the semaphore has turned to hand-off (see Fairness).
 // On failure it returns the zero Token and changes nothing. TryAcquire(0)
-// succeeds unless the semaphore is closed.
+// succeeds unless the semaphore is closed. It is a run-time error to call
+// TryAcquire on a nil *Semaphore; the panic's message begins "atomicsem: ".
 func (s *Semaphore) TryAcquire(n int64) (token.Token, bool) {
+	if s == nil {
+		panic(nilSemaphore("TryAcquire"))
+	}
 	if 0 < n && n <= MaxPermits && s.acquireFast(n) {
 		return s.tokenFor(n), true
 	}

@@ -4,6 +4,7 @@ package atomicsem_test
 // ending one twice, or ending a copy, does to the semaphore.
 
 import (
+	"strings"
 	"sync"
 	"testing"
 
@@ -156,5 +157,30 @@ func TestCopiedTokenThatReturnsMoreThanIsHeldPanics(t *testing.T) {
 			requireMisusePanic(t, panicOf(end))
 			require.Equal(t, atomicsem.Stats{Available: 3, Limit: 3, Max: 3}, s.Stats())
 		}
+	})
+}
+
+// A copy of a token taken on the fast path, ended after the original while
+// another token is live, returns permits the semaphore cannot tell from the
+// other token's: Held drops to 0 while that token still holds its permit.
+// Under the race detector the token package tracks every token and panics
+// at the copy's end, before anything changes.
+func TestStaleCopyOfAFastPathTokenPanicsUnderRace(t *testing.T) {
+	if !raceEnabled {
+		t.Skip("the tracking of every token is the race build's")
+	}
+	eachMode(t, func(t *testing.T, opts []atomicsem.Option) {
+		s := mustNew(t, 2, 2, opts...)
+		tok := mustTake(t, s, 1)
+		other := mustTake(t, s, 1)
+		dup := copyToken(tok)
+		tok.Release()
+		for _, end := range []func(){dup.Release, dup.Forget} {
+			msg := panicOf(end)
+			require.True(t, strings.HasPrefix(msg, "token: "), "got %q", msg)
+			require.Contains(t, msg, "copy")
+			require.Equal(t, atomicsem.Stats{Available: 1, Held: 1, Limit: 2, Max: 2}, s.Stats())
+		}
+		other.Release()
 	})
 }

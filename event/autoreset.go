@@ -47,6 +47,9 @@ var setMark = unsafe.Pointer(new(byte))
 // released and the event is clear again; otherwise the event stays set until
 // the next Wait, TryWait or Reset. Setting a set event does nothing.
 func (e *AutoReset) Set() {
+	if e == nil {
+		panic(nilEvent("AutoReset.Set"))
+	}
 	for {
 		switch p := e.ch.Load(); p {
 		case setMark:
@@ -69,11 +72,19 @@ func (e *AutoReset) Set() {
 
 // Reset clears the event. A waiter released by an earlier Set is not
 // affected; only a signal that nobody has consumed yet is discarded.
-func (e *AutoReset) Reset() { e.TryWait() }
+func (e *AutoReset) Reset() {
+	if e == nil {
+		panic(nilEvent("AutoReset.Reset"))
+	}
+	e.TryWait()
+}
 
 // TryWait consumes the signal if the event is set and reports whether it did.
 // It never blocks.
 func (e *AutoReset) TryWait() bool {
+	if e == nil {
+		panic(nilEvent("AutoReset.TryWait"))
+	}
 	for {
 		switch p := e.ch.Load(); p {
 		case nil:
@@ -100,6 +111,12 @@ func (e *AutoReset) TryWait() bool {
 // next waiter. A ctx that is already done fails at once, even if the event is
 // set.
 func (e *AutoReset) Wait(ctx context.Context) error {
+	if e == nil {
+		panic(nilEvent("AutoReset.Wait"))
+	}
+	if ctx == nil {
+		panic(nilContext("AutoReset.Wait"))
+	}
 	return waitOn(ctx, e.channel())
 }
 
@@ -108,6 +125,9 @@ func (e *AutoReset) Wait(ctx context.Context) error {
 // a successful Wait does. The channel is the same for the life of the event
 // and is never closed.
 func (e *AutoReset) C() <-chan struct{} {
+	if e == nil {
+		panic(nilEvent("AutoReset.C"))
+	}
 	return e.channel()
 }
 

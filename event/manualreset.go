@@ -30,6 +30,9 @@ type ManualReset struct {
 // Set sets the event, releasing every goroutine blocked in Wait or on Done.
 // Setting a set event does nothing.
 func (e *ManualReset) Set() {
+	if e == nil {
+		panic(nilEvent("ManualReset.Set"))
+	}
 	e.mu.Lock()
 	if !e.set {
 		if e.ch != nil {
@@ -43,6 +46,9 @@ func (e *ManualReset) Set() {
 // Reset clears the event. Goroutines that call Wait afterwards block until the
 // next Set. Resetting a clear event does nothing.
 func (e *ManualReset) Reset() {
+	if e == nil {
+		panic(nilEvent("ManualReset.Reset"))
+	}
 	e.mu.Lock()
 	if e.set {
 		e.ch = nil
@@ -53,6 +59,9 @@ func (e *ManualReset) Reset() {
 
 // IsSet reports whether the event is set.
 func (e *ManualReset) IsSet() bool {
+	if e == nil {
+		panic(nilEvent("ManualReset.IsSet"))
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.set
@@ -62,6 +71,12 @@ func (e *ManualReset) IsSet() bool {
 // if ctx is done first. A ctx that is already done fails at once, even if the
 // event is set.
 func (e *ManualReset) Wait(ctx context.Context) error {
+	if e == nil {
+		panic(nilEvent("ManualReset.Wait"))
+	}
+	if ctx == nil {
+		panic(nilContext("ManualReset.Wait"))
+	}
 	return waitOn(ctx, e.Done())
 }
 
@@ -69,6 +84,9 @@ func (e *ManualReset) Wait(ctx context.Context) error {
 // select statement. After a Reset, Done returns a new channel; a channel
 // returned earlier stays closed.
 func (e *ManualReset) Done() <-chan struct{} {
+	if e == nil {
+		panic(nilEvent("ManualReset.Done"))
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.channelLocked()

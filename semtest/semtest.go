@@ -172,8 +172,14 @@ func MemoryModel() Option { return func(c *config) { c.memoryModel = true } }
 
 // Join supplies other handles on the same semaphore. The suite then parks
 // its waiters on three handles in turn, so that the order of grants, the
-// wake-ups and Close are checked across handles.
-func Join(join JoinFunc) Option { return func(c *config) { c.join = join } }
+// wake-ups and Close are checked across handles. It is a run-time error to
+// pass a nil JoinFunc; the panic's message begins "semtest: ".
+func Join(join JoinFunc) Option {
+	if join == nil {
+		panic("semtest: Join called with a nil JoinFunc")
+	}
+	return func(c *config) { c.join = join }
+}
 
 // Load sizes the concurrent checks: goroutines workers of rounds operations
 // each (the default is 16 and 1000). A semaphore that takes a round trip
@@ -187,10 +193,21 @@ func Load(goroutines, rounds int) Option {
 func Rounds(n int) Option { return func(c *config) { c.races = n } }
 
 // Run runs the suite against the semaphores newSem makes, each check in a
-// subtest of t.
+// subtest of t. It is a run-time error to pass a nil t, newSem or Option;
+// the panic's message begins "semtest: ". A newSem that returns a nil
+// Semaphore and no error fails the check that called it.
 func Run(t *testing.T, newSem NewFunc, opts ...Option) {
+	switch {
+	case t == nil:
+		panic("semtest: Run called with a nil *testing.T")
+	case newSem == nil:
+		panic("semtest: Run called with a nil NewFunc")
+	}
 	c := &config{goroutines: 16, rounds: 1000, races: 1000}
 	for _, opt := range opts {
+		if opt == nil {
+			panic("semtest: Run called with a nil Option")
+		}
 		opt(c)
 	}
 	for _, ch := range checks {
