@@ -357,3 +357,27 @@ func copyToken(src *token.Token) *token.Token {
 	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
 	return dst
 }
+
+// TestRaceBuildCatchesAStaleCopy backs the promise in Token's doc that
+// under the race detector ending a copy of a token after the original
+// panics before the permits reach the semaphore: it builds
+// testdata/stalecopy, which does that on atomicsem's fast path, with -race
+// (so that this test also checks the race build from a test binary built
+// without it), and requires the panic and the count of permits held.
+func TestRaceBuildCatchesAStaleCopy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program with -race")
+	}
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skipf("the race detector is not supported on %s", runtime.GOARCH)
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build with")
+	}
+	cmd := exec.CommandContext(t.Context(), goTool, "run", "-race", "./testdata/stalecopy")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "panic: token: Release called on a copy of a token")
+	require.Contains(t, string(out), "held: 1\n", "the copy's end reached the semaphore")
+}
