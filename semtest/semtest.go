@@ -146,7 +146,10 @@ type config struct {
 
 // InBubble declares that the semaphore can be made and used inside a
 // testing/synctest bubble, with no goroutine outside it. The suite then
-// settles with synctest.Wait and runs the checks that need exact fake time.
+// settles with synctest.Wait and runs the checks that need exact fake time,
+// and the checks that share one semaphore, made outside any bubble, between
+// bubbles and the outside (a waiter outside served from inside a bubble,
+// tokens ended on the other side, waiters parking in successive bubbles).
 func InBubble() Option { return func(c *config) { c.bubble = true } }
 
 // Barging declares that arrivals may take free permits ahead of parked
