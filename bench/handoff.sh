@@ -6,7 +6,9 @@
 # so that both revisions run the same harness) and the benchmark test
 # binary, runs the four round by round in rotating order, each sample
 # beside x/sync's semaphore and a buffered channel, and prints benchstat of
-# the four against each other and of each against its own baselines.
+# the four against each other and of each against its own baselines, in
+# CPU time per operation (cpu-ns/op, which other work on a shared machine
+# does not inflate; the raw files have ns/op too).
 #
 # Usage: bench/handoff.sh BEFORE AFTER
 #
@@ -72,7 +74,7 @@ sample() {
 	case $1 in
 	*-prod) "$out/$1" -count 1 -benchtime "$BENCHTIME" ;;
 	*-test) "$out/$1" -test.run '^$' -test.bench "$PATTERN" -test.benchmem \
-		-test.count 1 -test.benchtime "$BENCHTIME" | grep -v -e '^PASS$' -e '^ok ' ;;
+		-test.count 1 -test.benchtime "$BENCHTIME" | grep -v -e '^PASS$' -e '^ok ' -e '^cpu: ' ;;
 	esac >>"$out/$1.txt"
 }
 for i in $(seq "$COUNT"); do
@@ -85,14 +87,14 @@ done
 {
 	cat "$out/header.txt"
 	echo
-	echo "### Each binary against the production binary of BEFORE"
-	"${BENCHSTAT[@]}" -filter '.unit:sec/op' \
+	echo "### Each binary against the production binary of BEFORE (CPU time per operation)"
+	"${BENCHSTAT[@]}" -filter '.unit:cpu-ns/op' \
 		before-prod="$out/before-prod.txt" after-prod="$out/after-prod.txt" \
 		before-test="$out/before-test.txt" after-test="$out/after-test.txt"
 	for b in "${binaries[@]}"; do
 		echo
-		echo "### $b: atomicsem against x/sync and a buffered channel"
-		"${BENCHSTAT[@]}" -filter '.unit:sec/op' -col '/impl@(atomicsem xsyncsem chan)' "$out/$b.txt"
+		echo "### $b: atomicsem against x/sync and a buffered channel (CPU time per operation)"
+		"${BENCHSTAT[@]}" -filter '.unit:cpu-ns/op' -col '/impl@(atomicsem xsyncsem chan)' "$out/$b.txt"
 	done
 } >"$out/benchstat.txt"
 cat "$out/benchstat.txt"
