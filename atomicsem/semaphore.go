@@ -270,12 +270,12 @@ func (s *Semaphore) Close() {
 	defer s.mu.Unlock()
 	for {
 		old := s.load()
-		new, ok := old.Close()
+		shut, ok := old.Close()
 		if !ok {
 			return
 		}
 		hook.At(hook.BeforeCAS)
-		if s.cas(old, new.WithQueue(state.Empty)) {
+		if s.cas(old, shut.WithQueue(state.Empty)) {
 			break
 		}
 	}
@@ -339,22 +339,22 @@ type transition = func(w state.Word, arg, max int64) (state.Word, bool)
 func (s *Semaphore) changeLimit(change transition, arg int64) (raised int64, ok bool) {
 	for {
 		old := s.load()
-		new, ok := change(old, arg, s.max)
+		changed, ok := change(old, arg, s.max)
 		if !ok {
 			s.made()
 			return 0, false
 		}
-		if old.Queued() || (old.Idle() && new.Held() == 0) {
+		if old.Queued() || (old.Idle() && changed.Held() == 0) {
 			return s.serve(change, arg)
 		}
 		hook.At(hook.BeforeCAS)
-		if s.cas(old, new) {
-			return new.Limit() - old.Limit(), true
+		if s.cas(old, changed) {
+			return changed.Limit() - old.Limit(), true
 		}
 	}
 }
 
 func (s *Semaphore) load() state.Word { return state.Word(s.word.Load()) }
-func (s *Semaphore) cas(old, new state.Word) bool {
-	return s.word.CompareAndSwap(uint64(old), uint64(new))
+func (s *Semaphore) cas(old, next state.Word) bool {
+	return s.word.CompareAndSwap(uint64(old), uint64(next))
 }

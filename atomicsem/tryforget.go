@@ -50,8 +50,8 @@ func (s *Semaphore) forgetFast(n int64) (state.Word, bool) {
 			return old, false
 		}
 		hook.At(hook.BeforeCAS)
-		if new := old.LessLimit(n); s.cas(old, new) {
-			return new, true
+		if lowered := old.LessLimit(n); s.cas(old, lowered) {
+			return lowered, true
 		}
 	}
 }
