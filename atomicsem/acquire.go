@@ -295,7 +295,7 @@ func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error)
 		hook.At(hook.BeforeCAS)
 		if queued == old || s.cas(old, queued) {
 			if w != nil {
-				w.setStatus(waiting)
+				w.setStatusLocked(waiting)
 				s.enqueueLocked(w, true)
 				s.markStarvingLocked(w)
 			}

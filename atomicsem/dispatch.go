@@ -107,7 +107,7 @@ func (s *Semaphore) releaseLocked(n int64) bool {
 func (s *Semaphore) commitLocked(old, base state.Word) bool {
 	var plan dispatchPlan
 	s.walkLocked(base, false, &plan)
-	next := s.wordFor(base, &plan)
+	next := s.wordForLocked(base, &plan)
 	if plan.served == 0 && next == old {
 		return true // nothing to do
 	}
@@ -177,9 +177,9 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool, plan *dispatchPlan) {
 			s.queue.remove(w)
 			s.queue.wants.removed(want)
 			if handOff {
-				w.setStatus(granted)
+				w.setStatusLocked(granted)
 			} else {
-				w.setStatus(woken)
+				w.setStatusLocked(woken)
 			}
 			w.ready.Set() // from here on w belongs to its Acquire again
 		}
@@ -187,10 +187,10 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool, plan *dispatchPlan) {
 	}
 }
 
-// wordFor returns base with the plan's permits granted, its queue state
+// wordForLocked returns base with the plan's permits granted, its queue state
 // rebuilt and, if that leaves no permit held, the idle flag cleared (which
 // it records in the plan). It requires that s.mu is held.
-func (s *Semaphore) wordFor(base state.Word, plan *dispatchPlan) state.Word {
+func (s *Semaphore) wordForLocked(base state.Word, plan *dispatchPlan) state.Word {
 	w := base.WithHeld(base.Held() + plan.granted)
 	queued := plan.served < s.queue.len
 	starving := (base.Starving() && !plan.fresh) || plan.starved

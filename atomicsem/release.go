@@ -197,7 +197,7 @@ func (s *Semaphore) handOff(n int64, rec *waiter) {
 		front != nil && front.want() == n && front.next != nil && front.next.want() <= limit {
 		hook.At(hook.BeforeCAS) // where commitLocked would confirm the word
 		s.removeLocked(front)
-		front.setStatus(granted)
+		front.setStatusLocked(granted)
 		s.mu.Unlock()
 		hook.At(hook.BeforeWake)
 		front.ready.Set() // from here on front belongs to its Acquire again

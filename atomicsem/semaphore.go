@@ -281,7 +281,7 @@ func (s *Semaphore) Close() {
 	}
 	for w := s.queue.head; w != nil; w = s.queue.head {
 		s.removeLocked(w)
-		w.setStatus(closed)
+		w.setStatusLocked(closed)
 		w.ready.Set()
 	}
 }

@@ -58,8 +58,8 @@ func (w *waiter) want() int64 { return int64(w.nstatus & (1<<statusShift - 1)) }
 // status returns how w's wait ended, or waiting.
 func (w *waiter) status() waitStatus { return waitStatus(w.nstatus >> statusShift) }
 
-// setStatus records how w's wait ended. It requires that mu is held.
-func (w *waiter) setStatus(st waitStatus) {
+// setStatusLocked records how w's wait ended. It requires that mu is held.
+func (w *waiter) setStatusLocked(st waitStatus) {
 	w.nstatus = w.nstatus&(1<<statusShift-1) | uint32(st)<<statusShift
 }
 
@@ -241,7 +241,7 @@ func (l *waiterFreeList) getLocked(s *Semaphore, n int64, bubbled bool) *waiter 
 		l.head = w.next
 		l.len--
 	default:
-		w = l.popSpill()
+		w = l.popSpillLocked()
 	}
 	if w == nil {
 		w = &waiter{sem: s}
@@ -277,8 +277,8 @@ func (l *waiterFreeList) putSpill(w *waiter) {
 	}
 }
 
-// popSpill takes a record from spill, or returns nil. It requires mu.
-func (l *waiterFreeList) popSpill() *waiter {
+// popSpillLocked takes a record from spill, or returns nil. It requires mu.
+func (l *waiterFreeList) popSpillLocked() *waiter {
 	for {
 		w := l.spill.Load()
 		if w == nil {
