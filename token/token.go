@@ -66,7 +66,7 @@ type Token struct {
 }
 
 // ownerTag is the value a Token passes back to its owner (v), and under the
-// race detector the token's identity (see track_race.go). It is a struct
+// race detector the token's cell (see track_race.go). It is a struct
 // with Lock and Unlock methods, the shape go vet's copylocks check looks
 // for, so that vet reports copies of a Token. (A zero-size marker field
 // would do the same, but the compiler keeps a struct in registers only if

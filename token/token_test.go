@@ -256,7 +256,7 @@ func TestConcurrentEndsAreReportedByTheRaceDetector(t *testing.T) {
 // keeps it in registers, which it does for a struct of at most four fields
 // and four words: a fifth field, even a zero-size marker, sends every
 // returned token through stack copies. (Under the race detector the token
-// also carries its identity, and is larger.)
+// also carries a pointer to its cell, and is larger.)
 func TestTokenFitsInRegisters(t *testing.T) {
 	typ := reflect.TypeFor[token.Token]()
 	require.LessOrEqual(t, typ.NumField(), 4, "fields of token.Token")
@@ -331,7 +331,7 @@ func TestEndingAStaleCopyPanicsUnderRace(t *testing.T) {
 }
 
 // TestSplitPartsAreTrackedOnTheirOwn checks that under the race detector the
-// part split off a token has an identity of its own: ending it does not
+// part split off a token has a cell of its own: ending it does not
 // make the rest look like an ended copy, and a copy of the part is caught.
 func TestSplitPartsAreTrackedOnTheirOwn(t *testing.T) {
 	o := new(recordingOwner)

@@ -2,64 +2,47 @@
 
 package token
 
-import "sync"
-
-// Under the race detector every token is tracked: New gives it an identity,
-// kept in the tag it carries, and records it as issued; the token's end
-// takes the identity off the record before it changes anything. A copy
-// carries the same identity, so of a token and its copies only the first
-// to end finds it, and every later end panics, the fast path's tokens
-// included, where a semaphore could not tell the copy's permits from
-// another holder's. The record is a map under a mutex: the race build is
-// for finding bugs, not for speed, and the production build carries none of
-// it (track_norace.go).
+// Under the race detector every token is tracked: New gives it a cell of
+// its own, which the tag carries, and the token's end marks the cell ended
+// before it changes anything else. A copy carries the same cell, so of a
+// token and its copies only the first to end finds it live, and every
+// later end panics, the fast path's tokens included, where a semaphore
+// could not tell the copy's permits from another holder's.
+//
+// The cell is plain memory, not a lock or an atomic: the race detector
+// counts a lock's release and acquire, and an atomic's store and load, as
+// synchronization, and a shared record of tokens would order every end
+// before the next issue, hiding from it the very races it is there to find
+// (a semaphore whose Release did not synchronize before the Acquire it
+// admits, say). A cell is touched only by the goroutines that end the
+// token and its copies; when two of them are not ordered, the race
+// detector reports it, as it reports any two ends of one token at once.
+// The production build carries none of this (track_norace.go).
 
 type ownerTag struct {
-	v  uint32
-	id uint64 // the token's identity; 0 for the zero Token
+	v    uint32
+	cell *cell // the token's cell; nil for the zero Token
 }
 
-// issued is the set of tokens issued and not yet ended.
-var issued struct {
-	sync.Mutex
-	ids  map[uint64]struct{}
-	next uint64
-}
+// A cell records whether a token, or a copy of it, has ended.
+type cell struct{ ended bool }
 
-// issue returns the tag of a new token, with a fresh identity recorded as
-// issued.
-func issue(v uint32) ownerTag {
-	issued.Lock()
-	defer issued.Unlock()
-	if issued.ids == nil {
-		issued.ids = make(map[uint64]struct{})
-	}
-	issued.next++
-	issued.ids[issued.next] = struct{}{}
-	return ownerTag{v: v, id: issued.next}
-}
+// issue returns the tag of a new token, with a fresh cell.
+func issue(v uint32) ownerTag { return ownerTag{v: v, cell: new(cell)} }
 
 // checkIssued panics with misuse if t, a live token, is a copy of one that
 // has ended.
 func (t *Token) checkIssued(misuse error) {
-	issued.Lock()
-	_, ok := issued.ids[t.tag.id]
-	issued.Unlock()
-	if !ok {
+	if t.tag.cell.ended {
 		panic(misuse)
 	}
 }
 
-// end takes t, a live token, off the record, or panics with misuse,
-// changing nothing, if a copy of it has ended.
+// end marks t, a live token, ended, or panics with misuse, changing
+// nothing, if a copy of it has ended.
 func (t *Token) end(misuse error) {
-	issued.Lock()
-	_, ok := issued.ids[t.tag.id]
-	delete(issued.ids, t.tag.id)
-	issued.Unlock()
-	if !ok {
-		panic(misuse)
-	}
+	t.checkIssued(misuse)
+	t.tag.cell.ended = true
 }
 
 // Release gives the token's permits back to the semaphore that issued it;
