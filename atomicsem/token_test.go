@@ -113,6 +113,13 @@ func TestCopyEndedWhileItsRecordIsReusedPanics(t *testing.T) {
 // Two goroutines ending copies of one granted token at once: exactly one
 // end goes through, the other panics, and the semaphore is intact.
 func TestConcurrentEndsOfAGrantedTokenPanicOnce(t *testing.T) {
+	if raceEnabled {
+		// The race build tracks each token with a cell that its ends
+		// write, and reports two unordered ends of copies as a data race
+		// on it before the semaphore sees them; this is the semaphore's
+		// own defence, for the builds without that tracking.
+		t.Skip("the race build reports concurrent ends of copies as a data race")
+	}
 	s := mustNew(t, 2, 2)
 	for range 200 {
 		other := mustTake(t, s, 1) // so that a doubled return would be accepted by the word
