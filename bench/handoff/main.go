@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sync/semaphore"
 
@@ -40,7 +41,7 @@ type sem interface {
 // goroutines' records share a cache line.
 type held struct {
 	tok token.Token
-	_   [128 - 24]byte
+	_   [128 - unsafe.Sizeof(token.Token{})]byte
 }
 
 type atomicsemSem struct{ s *atomicsem.Semaphore }
