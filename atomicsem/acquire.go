@@ -28,7 +28,16 @@ import (
 //   - ErrClosed if the semaphore is closed, or is closed while Acquire waits;
 //     if ctx is done as well, Acquire may return ctx.Err() instead, and does
 //     when ctx was done before the call.
+//
+// It is a run-time error to call Acquire on a nil *Semaphore or with a nil
+// ctx; the panic's message begins "atomicsem: ".
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
+	if s == nil {
+		panic(nilSemaphore("Acquire"))
+	}
+	if ctx == nil {
+		panic(nilContext("Acquire"))
+	}
 	var w *waiter
 	bubbled := false
 	if 0 < n && n <= MaxPermits && !isDone(ctx) {
@@ -85,7 +94,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 			// puts it back on the free list (see grantedOwner).
 			return token.New((*grantedOwner)(w), n, w.gen.Load()), nil
 		}
-		if took, err := s.settleWake(w, bubbled); took || err != nil {
+		if took, err := s.resolveWake(w, bubbled); took || err != nil {
 			if err != nil {
 				return token.Token{}, err
 			}
@@ -100,8 +109,12 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 // a parked waiter that the current limit admits: in FIFO mode always, in
 // barging mode while the semaphore has turned to hand-off (see Fairness).
 // On failure it returns the zero Token and changes nothing. TryAcquire(0)
-// succeeds unless the semaphore is closed.
+// succeeds unless the semaphore is closed. It is a run-time error to call
+// TryAcquire on a nil *Semaphore; the panic's message begins "atomicsem: ".
 func (s *Semaphore) TryAcquire(n int64) (token.Token, bool) {
+	if s == nil {
+		panic(nilSemaphore("TryAcquire"))
+	}
 	if 0 < n && n <= MaxPermits && s.acquireFast(n) {
 		return s.tokenFor(n), true
 	}
@@ -258,9 +271,9 @@ func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error)
 		// with the permits free would strand them, as no release is on
 		// its way to serve it.
 		if s.mayTakeLocked(old, n) || (w != nil && old.Available() >= n) {
-			if new, ok := old.Acquire(n, state.ClosedBit); ok {
+			if taken, ok := old.Acquire(n, state.ClosedBit); ok {
 				hook.At(hook.BeforeCAS)
-				if s.cas(old, new) {
+				if s.cas(old, taken) {
 					return true, nil
 				}
 				continue
@@ -272,11 +285,11 @@ func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error)
 		// eligible: no release can serve it, so arrivals need not queue
 		// behind it.
 		eligible := old.Eligible() || n <= old.Limit()
-		new := old.WithQueue(state.QueueOf(true, eligible, old.Starving()))
+		queued := old.WithQueue(state.QueueOf(true, eligible, old.Starving()))
 		hook.At(hook.BeforeCAS)
-		if new == old || s.cas(old, new) {
+		if queued == old || s.cas(old, queued) {
 			if w != nil {
-				w.setStatus(waiting)
+				w.setStatusLocked(waiting)
 				s.enqueueLocked(w, true)
 				s.markStarvingLocked(w)
 			}
@@ -300,78 +313,6 @@ func (s *Semaphore) mayTakeLocked(old state.Word, n int64) bool {
 	// them. Under mu the eligible state says exactly whether any other is
 	// queued.
 	return !old.Eligible()
-}
-
-// withdraw settles a parked waiter whose ctx is done. woke says whether
-// Acquire has already consumed the waiter's wake-up.
-//
-// A waiter granted its permits in a race with its ctx may not have been
-// woken yet: handOff sets the event of a waiter it granted only after it
-// releases mu. The waiter then receives that wake-up here, without the
-// lock, before anything else is done with its record; otherwise the
-// wake-up could land on the record after it was recycled, and wake the
-// next Acquire to park on it. The wait is short: the releaser sets the
-// event next, and waits for nothing before it does.
-func (s *Semaphore) withdraw(ctx context.Context, w *waiter, woke, bubbled bool) (token.Token, error) {
-	s.mu.Lock()
-	if !woke && w.status() == granted && !w.ready.TryWait() {
-		s.mu.Unlock()
-		<-w.ready.C()
-		s.mu.Lock()
-	}
-	s.cancelLocked(w)
-	if !bubbled {
-		s.free.putLocked(w)
-	}
-	s.mu.Unlock()
-	return token.Token{}, ctx.Err()
-}
-
-// cancelLocked withdraws a waiter whose ctx is done, leaving the semaphore
-// as if the waiter had never arrived, and leaves w's event clear. It
-// requires that s.mu is held and, if w was granted its permits, that its
-// wake-up has been consumed (see withdraw).
-func (s *Semaphore) cancelLocked(w *waiter) {
-	switch w.status() {
-	case waiting:
-		s.removeLocked(w)
-	case granted:
-		// The grant raced the cancellation: return the permits and serve
-		// the queue with them in one CAS.
-		s.releaseLocked(w.want())
-		return
-	case woken:
-		// The wake-up was meant for w; pass it on.
-		w.ready.TryWait()
-	case closed:
-		w.ready.TryWait()
-		return
-	}
-	// Removing w may let the waiters behind it fit, and the queue state
-	// must stop counting it.
-	s.releaseLocked(0)
-}
-
-// settleWake settles a wake-up other than a hand-off's grant. After Close
-// it returns ErrClosed. A waiter woken to compete for free permits (barging
-// mode) takes them, or queues again in its place by arrival, keeping its
-// waiting time; settleWake reports whether it took them. The record goes
-// back to the free list unless the waiter queues again or parks in a
-// bubble.
-func (s *Semaphore) settleWake(w *waiter, bubbled bool) (took bool, err error) {
-	if w.status() == closed {
-		if !bubbled {
-			s.recycle(w)
-		}
-		return false, ErrClosed
-	}
-	s.mu.Lock()
-	took, err = s.takeOrQueueLocked(w.want(), w)
-	if (took || err != nil) && !bubbled {
-		s.free.putLocked(w)
-	}
-	s.mu.Unlock()
-	return took, err
 }
 
 func isDone(ctx context.Context) bool { return ctx.Err() != nil }

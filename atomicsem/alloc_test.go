@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,11 +142,12 @@ func TestCancelledAcquireAllocatesNothingBeyondItsContext(t *testing.T) {
 }
 
 // Comments in the library rely on what the compiler inlines: the fast
-// paths of an acquire and of a token's end are inlined into their callers,
-// the token's Release and Forget into code that imports atomicsem alone,
-// and the dispatch's return of permits calls state.Word.Release inline. A
-// change that pushes one of them over the inlining budget makes its
-// comment false and the fast path slower; this test says which.
+// paths of an acquire, of a TryForget and of a token's end are inlined
+// into their callers, the token's Release and Forget into code that
+// imports atomicsem alone, and the dispatch's return of permits calls
+// state.Word.Release inline. A change that pushes one of them over the
+// inlining budget makes its comment false and the fast path slower; this
+// test says which, and logs what each has left of the budget.
 func TestInliningFactsTheCommentsRelyOn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the packages with -gcflags=-m")
@@ -159,7 +161,7 @@ func TestInliningFactsTheCommentsRelyOn(t *testing.T) {
 	// than the inlining budget allows. So the packages are built for amd64
 	// whatever platform the test itself runs on.
 	build := func(pkgs ...string) string {
-		args := append([]string{"build", "-o", os.DevNull, "-gcflags=-m"}, pkgs...)
+		args := append([]string{"build", "-o", os.DevNull, "-gcflags=-m=2"}, pkgs...)
 		cmd := exec.CommandContext(t.Context(), goTool, args...)
 		cmd.Dir = ".."
 		cmd.Env = append(os.Environ(), "GOARCH=amd64")
@@ -168,13 +170,22 @@ func TestInliningFactsTheCommentsRelyOn(t *testing.T) {
 		return string(out)
 	}
 	lib := build("./atomicsem", "./token")
-	for _, fact := range []string{
-		"can inline (*Semaphore).acquireFast",
-		"can inline (*Semaphore).releaseFast",
-		"can inline (*Token).Release",
-		"can inline (*Token).Forget",
+	// The inlinable fast paths and what each has left of the budget: a
+	// change that spends a margin makes the next one push the function
+	// over, so the margins are named here and logged on every run.
+	for _, fn := range []struct {
+		name   string
+		margin int // the budget less the cost when this was written
+	}{
+		{"(*Semaphore).acquireFast", 4},
+		{"(*Semaphore).releaseFast", 8},
+		{"(*Semaphore).forgetFast", 0},
+		{"(*Token).Release", 1},
+		{"(*Token).Forget", 1},
 	} {
-		require.Contains(t, lib, fact)
+		cost, ok := inlineCost(lib, fn.name)
+		require.True(t, ok, "%s is no longer inlinable (it had %d to spare)", fn.name, fn.margin)
+		t.Logf("%s: cost %d of %d, %d to spare (was %d)", fn.name, cost, inlineBudget, inlineBudget-cost, fn.margin)
 	}
 	require.True(t, hasLine(lib, "atomicsem/dispatch.go", "inlining call to state.Word.Release"),
 		"releaseLocked no longer inlines state.Word.Release")
@@ -188,6 +199,23 @@ func TestInliningFactsTheCommentsRelyOn(t *testing.T) {
 		"a caller that imports atomicsem alone no longer inlines Release")
 	require.Contains(t, caller, "inlining call to token.(*Token).Forget",
 		"a caller that imports atomicsem alone no longer inlines Forget")
+}
+
+// inlineBudget is the compiler's budget for inlining a function.
+const inlineBudget = 80
+
+// inlineCost returns the cost -gcflags=-m=2 reports for fn, if it reports
+// fn inlinable.
+func inlineCost(out, fn string) (int, bool) {
+	prefix := "can inline " + fn + " with cost "
+	for _, line := range strings.Split(out, "\n") {
+		if _, rest, ok := strings.Cut(line, prefix); ok {
+			cost, _, _ := strings.Cut(rest, " ")
+			n, err := strconv.Atoi(cost)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // hasLine reports whether out has a line from file that contains fact.

@@ -107,8 +107,8 @@ func (s *Semaphore) releaseLocked(n int64) bool {
 func (s *Semaphore) commitLocked(old, base state.Word) bool {
 	var plan dispatchPlan
 	s.walkLocked(base, false, &plan)
-	new := s.settle(base, &plan)
-	if plan.served == 0 && new == old {
+	next := s.wordForLocked(base, &plan)
+	if plan.served == 0 && next == old {
 		return true // nothing to do
 	}
 	// A hand-off of exactly what came back leaves the word as it was.
@@ -117,7 +117,7 @@ func (s *Semaphore) commitLocked(old, base state.Word) bool {
 	// writer but the lock's holder (I8); otherwise the CAS is what
 	// confirms it.
 	hook.At(hook.BeforeCAS)
-	if (new != old || !s.onlyLockWritesLocked(old)) && !s.cas(old, new) {
+	if (next != old || !s.onlyLockWritesLocked(old)) && !s.cas(old, next) {
 		return false // the word moved: decide again
 	}
 	s.queue.len -= plan.served
@@ -177,9 +177,9 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool, plan *dispatchPlan) {
 			s.queue.remove(w)
 			s.queue.wants.removed(want)
 			if handOff {
-				w.setStatus(granted)
+				w.setStatusLocked(granted)
 			} else {
-				w.setStatus(woken)
+				w.setStatusLocked(woken)
 			}
 			w.ready.Set() // from here on w belongs to its Acquire again
 		}
@@ -187,19 +187,19 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool, plan *dispatchPlan) {
 	}
 }
 
-// settle returns base with the plan's permits granted, its queue state
+// wordForLocked returns base with the plan's permits granted, its queue state
 // rebuilt and, if that leaves no permit held, the idle flag cleared (which
 // it records in the plan). It requires that s.mu is held.
-func (s *Semaphore) settle(base state.Word, plan *dispatchPlan) state.Word {
-	new := base.WithHeld(base.Held() + plan.granted)
+func (s *Semaphore) wordForLocked(base state.Word, plan *dispatchPlan) state.Word {
+	w := base.WithHeld(base.Held() + plan.granted)
 	queued := plan.served < s.queue.len
 	starving := (base.Starving() && !plan.fresh) || plan.starved
-	new = new.WithQueue(state.QueueOf(queued, plan.stopped, starving))
-	if new.Idle() && new.Held() == 0 {
-		new = new.WithIdle(false)
+	w = w.WithQueue(state.QueueOf(queued, plan.stopped, starving))
+	if w.Idle() && w.Held() == 0 {
+		w = w.WithIdle(false)
 		plan.idle = true
 	}
-	return new
+	return w
 }
 
 // waitedTooLong reports whether w, in barging mode, has waited past the

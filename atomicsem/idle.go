@@ -37,6 +37,12 @@ type idleWaiters struct {
 // Memory ordering: the release or forget that leaves no permit held
 // synchronizes before the return of the WaitIdle calls it ends.
 func (s *Semaphore) WaitIdle(ctx context.Context) error {
+	if s == nil {
+		panic(nilSemaphore("WaitIdle"))
+	}
+	if ctx == nil {
+		panic(nilContext("WaitIdle"))
+	}
 	s.made()
 	if s.load().Held() == 0 {
 		return nil

@@ -73,18 +73,6 @@ func (g *grantedOwner) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32
 	return (*owner)(w.sem), 0
 }
 
-// claim takes w back from the token issued with tag, which must be the
-// only end of that token, and advances w's generation so that no other can
-// follow. A second end (of a copy, or racing the first) finds the
-// generation moved and panics before it changes anything: a record must
-// never go back to the free list twice, or while another Acquire is parked
-// on it, which would hand one event to two waiters.
-func (w *waiter) claim(tag uint32) {
-	if !w.gen.CompareAndSwap(tag, tag+1) {
-		panic(errTokenEndedTwice)
-	}
-}
-
 // The panics of a token ended twice that the semaphore catches.
 const (
 	errReturnExceedsHeld = "atomicsem: returned permits exceed those held (was a token copied, or ended by two goroutines at once?)"
@@ -95,11 +83,13 @@ const (
 // releaseToken and forgetToken are never called. They are here for the
 // compiler, which inlines a function from another package only if it can
 // read the function's body, and reads bodies from the export data of the
-// packages the caller imports: those carry the bodies of their own
-// inlinable functions and of the functions these call. A caller that ends
-// the tokens Acquire returns but never names token.Token does not import
-// package token, so without these two (inlinable, calling Release and
-// Forget) its Release would be a call rather than inlined.
+// packages the caller imports. A caller that ends the tokens Acquire
+// returns but never names token.Token does not import package token; these
+// two make the compiler inline Release and Forget into a function of this
+// package, which puts those bodies into atomicsem's export data, so that
+// such a caller inlines them too (the inlining test checks it); without
+// them its Release is a call. They need not be inlinable themselves, and
+// are not: each costs one more than the budget.
 //
 //lint:ignore U1000 kept for the bodies they bring into the export data
 func releaseToken(t *token.Token) { t.Release() }
@@ -138,11 +128,11 @@ func (s *Semaphore) releaseSlow(n int64, rec *waiter) {
 	}
 	for {
 		old := s.load()
-		new, ok := old.Release(n)
+		released, ok := old.Release(n)
 		if !ok {
 			panic(errReturnExceedsHeld)
 		}
-		if old.Starving() || (new.Held() == 0 && old.Idle()) {
+		if old.Starving() || (released.Held() == 0 && old.Idle()) {
 			// Hand-off, or the last permits out while WaitIdle waits:
 			// the return is made under the lock.
 			s.handOff(n, rec)
@@ -151,7 +141,7 @@ func (s *Semaphore) releaseSlow(n int64, rec *waiter) {
 		// Barging: return the permits without the lock, then wake the
 		// front waiters to compete for them.
 		hook.At(hook.BeforeCAS)
-		if s.cas(old, new) {
+		if s.cas(old, released) {
 			s.handOff(0, rec)
 			return
 		}
@@ -194,7 +184,7 @@ func (s *Semaphore) handOff(n int64, rec *waiter) {
 		front != nil && front.want() == n && front.next != nil && front.next.want() <= limit {
 		hook.At(hook.BeforeCAS) // where commitLocked would confirm the word
 		s.removeLocked(front)
-		front.setStatus(granted)
+		front.setStatusLocked(granted)
 		s.mu.Unlock()
 		hook.At(hook.BeforeWake)
 		front.ready.Set() // from here on front belongs to its Acquire again
@@ -213,20 +203,5 @@ func (s *Semaphore) handOff(n int64, rec *waiter) {
 func (s *Semaphore) forgetPermits(n int64) {
 	if _, ok := s.changeLimit(state.Word.Forget, n); !ok {
 		panic(errForgetExceedsHeld)
-	}
-}
-
-// recycle puts rec, a record coming back with its token's permits, on the
-// free list; rec may be nil. Returning permits never waits for the lock
-// only to recycle: a record that finds the lock busy goes on the free
-// list's lock-free spill stack instead.
-func (s *Semaphore) recycle(rec *waiter) {
-	switch {
-	case rec == nil:
-	case s.mu.TryLock():
-		s.free.putLocked(rec)
-		s.mu.Unlock()
-	default:
-		s.free.putSpill(rec)
 	}
 }

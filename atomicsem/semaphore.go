@@ -93,7 +93,9 @@ var (
 // the WaitIdle calls it ends.
 //
 // A Semaphore must be created with New or MustNew. The zero value is not a
-// semaphore: using it panics.
+// semaphore: using it panics, and so does calling a method on a nil
+// *Semaphore or passing a nil context.Context, each with a message that
+// begins "atomicsem: " and names the method.
 type Semaphore struct {
 	// word is the packed state (see internal/state). It comes first so that it is
 	// 64-bit aligned on 32-bit platforms.
@@ -128,7 +130,9 @@ func (s *Semaphore) barging() bool { return s.block == state.BlockBarging }
 // semaphore built below its ceiling can be raised later by TryRelease,
 // Refill or SetLimit.
 //
-// New returns ErrInvalidPermits unless 0 ≤ initial ≤ max ≤ MaxPermits.
+// New returns ErrInvalidPermits unless 0 ≤ initial ≤ max ≤ MaxPermits. It is
+// a run-time error to pass a nil Option; the panic's message begins
+// "atomicsem: ".
 func New(initial, max int64, opts ...Option) (*Semaphore, error) {
 	if initial < 0 || max > MaxPermits || initial > max {
 		return nil, fmt.Errorf("%w: New(%d, %d) needs 0 ≤ initial ≤ max ≤ %d",
@@ -136,6 +140,9 @@ func New(initial, max int64, opts ...Option) (*Semaphore, error) {
 	}
 	cfg := config{starvationBound: DefaultStarvationBound}
 	for _, opt := range opts {
+		if opt == nil {
+			panic("atomicsem: New called with a nil Option")
+		}
 		opt(&cfg)
 	}
 	s := &Semaphore{
@@ -163,6 +170,23 @@ func MustNew(initial, max int64, opts ...Option) *Semaphore {
 	return s
 }
 
+// nilSemaphore and nilContext are what a method called on a nil *Semaphore,
+// or with a nil context.Context, panics with: the method's name. The
+// message is built only when it is printed, so each check is a compare and
+// a branch that the call's first use of the argument needs in any case.
+type (
+	nilSemaphore string
+	nilContext   string
+)
+
+func (m nilSemaphore) Error() string {
+	return "atomicsem: " + string(m) + " called on a nil *Semaphore"
+}
+
+func (m nilContext) Error() string {
+	return "atomicsem: " + string(m) + " called with a nil Context"
+}
+
 // errZeroSemaphore is what every method of a Semaphore not made by New
 // panics with.
 const errZeroSemaphore = "atomicsem: Semaphore used without New (the zero value is not usable)"
@@ -185,6 +209,9 @@ func (s *Semaphore) made() {
 // by a fixed step); Refill adds what fits. Permits taken by an acquire go
 // back through their token's Release.
 func (s *Semaphore) TryRelease(n int64) bool {
+	if s == nil {
+		panic(nilSemaphore("TryRelease"))
+	}
 	_, ok := s.changeLimit(state.Word.TryRelease, n)
 	return ok
 }
@@ -200,6 +227,9 @@ func (s *Semaphore) TryRelease(n int64) bool {
 // the tick's credit, it tops the semaphore up to its maximum and no
 // further, however much of the credit was spent meanwhile.
 func (s *Semaphore) Refill(n int64) (added int64) {
+	if s == nil {
+		panic(nilSemaphore("Refill"))
+	}
 	added, _ = s.changeLimit(state.Word.Refill, n)
 	return added
 }
@@ -213,6 +243,9 @@ func (s *Semaphore) Refill(n int64) (added int64) {
 // SetLimit returns ErrInvalidPermits if limit < 0, ErrExceedsMax if it is
 // above the maximum, and ErrClosed after Close; in each case nothing changes.
 func (s *Semaphore) SetLimit(limit int64) error {
+	if s == nil {
+		panic(nilSemaphore("SetLimit"))
+	}
 	s.made()
 	switch {
 	case limit < 0:
@@ -232,23 +265,26 @@ func (s *Semaphore) SetLimit(limit int64) error {
 // keeps accounting for them, and WaitIdle still waits for them: Close, then
 // WaitIdle, is a graceful shutdown. Closing a closed semaphore does nothing.
 func (s *Semaphore) Close() {
+	if s == nil {
+		panic(nilSemaphore("Close"))
+	}
 	s.made()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
 		old := s.load()
-		new, ok := old.Close()
+		shut, ok := old.Close()
 		if !ok {
 			return
 		}
 		hook.At(hook.BeforeCAS)
-		if s.cas(old, new.WithQueue(state.Empty)) {
+		if s.cas(old, shut.WithQueue(state.Empty)) {
 			break
 		}
 	}
 	for w := s.queue.head; w != nil; w = s.queue.head {
 		s.removeLocked(w)
-		w.setStatus(closed)
+		w.setStatusLocked(closed)
 		w.ready.Set()
 	}
 }
@@ -264,6 +300,9 @@ type Stats = semcontract.Stats
 // queue at that moment. It waits for the lock as a parking Acquire does,
 // briefly; it is meant for monitoring and tests, not for a hot path.
 func (s *Semaphore) Stats() Stats {
+	if s == nil {
+		panic(nilSemaphore("Stats"))
+	}
 	s.made()
 	s.mu.Lock()
 	st := s.statsOf(s.load(), s.queue.len)
@@ -298,22 +337,22 @@ type transition = func(w state.Word, arg, max int64) (state.Word, bool)
 func (s *Semaphore) changeLimit(change transition, arg int64) (raised int64, ok bool) {
 	for {
 		old := s.load()
-		new, ok := change(old, arg, s.max)
+		changed, ok := change(old, arg, s.max)
 		if !ok {
 			s.made()
 			return 0, false
 		}
-		if old.Queued() || (old.Idle() && new.Held() == 0) {
+		if old.Queued() || (old.Idle() && changed.Held() == 0) {
 			return s.serve(change, arg)
 		}
 		hook.At(hook.BeforeCAS)
-		if s.cas(old, new) {
-			return new.Limit() - old.Limit(), true
+		if s.cas(old, changed) {
+			return changed.Limit() - old.Limit(), true
 		}
 	}
 }
 
 func (s *Semaphore) load() state.Word { return state.Word(s.word.Load()) }
-func (s *Semaphore) cas(old, new state.Word) bool {
-	return s.word.CompareAndSwap(uint64(old), uint64(new))
+func (s *Semaphore) cas(old, next state.Word) bool {
+	return s.word.CompareAndSwap(uint64(old), uint64(next))
 }

@@ -1,13 +1,12 @@
 package atomicsem
 
 import (
-	syncatomic "sync/atomic"
-	"testing"
+	"context"
+	"sync/atomic"
 	"time"
 
-	"go.uber.org/atomic"
-
 	"github.com/atomicsem/atomicsem/event"
+	"github.com/atomicsem/atomicsem/token"
 )
 
 // waitStatus says how a parked waiter's wait ended. It is written under the
@@ -41,14 +40,14 @@ const (
 // arrival time is one int64 rather than a time.Time, the request and the
 // status share one 32-bit field, and the generation is a sync/atomic
 // Uint32, whose alignment is 4 (go.uber.org/atomic's is 8, which would pad
-// the record to 56 bytes).
+// the record to 56 bytes). The file uses sync/atomic throughout.
 type waiter struct {
 	prev, next *waiter    // queue links, or the free-list link; guarded by mu
 	sem        *Semaphore // the semaphore whose free list the record belongs to
 	arrival    int64      // when first queued, as nanoseconds since epoch; barging mode only
 	ready      event.AutoReset
-	nstatus    uint32            // the request in the low 30 bits, the status above; guarded by mu
-	gen        syncatomic.Uint32 // advanced by each end of a token that owns the record
+	nstatus    uint32        // the request in the low 30 bits, the status above; guarded by mu
+	gen        atomic.Uint32 // advanced by each end of a token that owns the record
 }
 
 const statusShift = 30
@@ -59,8 +58,8 @@ func (w *waiter) want() int64 { return int64(w.nstatus & (1<<statusShift - 1)) }
 // status returns how w's wait ended, or waiting.
 func (w *waiter) status() waitStatus { return waitStatus(w.nstatus >> statusShift) }
 
-// setStatus records how w's wait ended. It requires that mu is held.
-func (w *waiter) setStatus(st waitStatus) {
+// setStatusLocked records how w's wait ended. It requires that mu is held.
+func (w *waiter) setStatusLocked(st waitStatus) {
 	w.nstatus = w.nstatus&(1<<statusShift-1) | uint32(st)<<statusShift
 }
 
@@ -82,15 +81,126 @@ func (w *waiter) waitedFor() time.Duration {
 // another bubble, and does not count a goroutine parked on a channel made
 // outside its bubble as durably blocked, which stalls the bubble's clock.
 //
-// Bubbles exist only in test binaries, so anywhere else this is one load of
-// a constant string. In a test binary it reads the clock: inside a bubble
-// the clock carries no monotonic reading, and outside one it always does.
+// Outside a bubble, time.Since(epoch) reads the monotonic clock, and is
+// never negative. In a bubble, time.Now carries no monotonic reading, so
+// Since compares wall clocks: the bubble's starts at midnight UTC on
+// 2000-01-01, before epoch, which was read at package initialization,
+// outside every bubble. (A bubble whose fake clock has been moved past the
+// process's start, decades of fake time, is taken for the outside, and a
+// semaphore shared between it and the outside is then not safe.) It is one
+// read of the monotonic clock, made only by an Acquire about to park; no
+// cheaper way to tell a bubble exists outside the runtime, and a test binary
+// pays exactly what a production binary does.
 func inBubble() bool {
-	if !testing.Testing() {
-		return false
+	return time.Since(epoch) < 0
+}
+
+// A waiter's life. Acquire queues a record (queueBehind, acquireSlow) and
+// parks on its event in Acquire itself, since a goroutine woken from a park
+// pays for each frame it returns through. A dispatch (walkLocked) or a
+// hand-off (handOff) takes it off the queue and sets its event, granted or
+// woken; Close sets it closed. What happens next is here: withdraw when the
+// waiter's ctx is done, resolveWake after a wake-up that is not a grant,
+// claim and recycle when the token of a granted waiter ends, and the free
+// list the record goes back to.
+
+// withdraw takes a parked waiter whose ctx is done off the semaphore. woke says whether
+// Acquire has already consumed the waiter's wake-up.
+//
+// A waiter granted its permits in a race with its ctx may not have been
+// woken yet: handOff sets the event of a waiter it granted only after it
+// releases mu. The waiter then receives that wake-up here, without the
+// lock, before anything else is done with its record; otherwise the
+// wake-up could land on the record after it was recycled, and wake the
+// next Acquire to park on it. The wait is short: the releaser sets the
+// event next, and waits for nothing before it does.
+func (s *Semaphore) withdraw(ctx context.Context, w *waiter, woke, bubbled bool) (token.Token, error) {
+	s.mu.Lock()
+	if !woke && w.status() == granted && !w.ready.TryWait() {
+		s.mu.Unlock()
+		<-w.ready.C()
+		s.mu.Lock()
 	}
-	now := time.Now()
-	return now == now.Round(0) // Round(0) strips the monotonic reading
+	s.cancelLocked(w)
+	if !bubbled {
+		s.free.putLocked(w)
+	}
+	s.mu.Unlock()
+	return token.Token{}, ctx.Err()
+}
+
+// cancelLocked withdraws a waiter whose ctx is done, leaving the semaphore
+// as if the waiter had never arrived, and leaves w's event clear. It
+// requires that s.mu is held and, if w was granted its permits, that its
+// wake-up has been consumed (see withdraw).
+func (s *Semaphore) cancelLocked(w *waiter) {
+	switch w.status() {
+	case waiting:
+		s.removeLocked(w)
+	case granted:
+		// The grant raced the cancellation: return the permits and serve
+		// the queue with them in one CAS.
+		s.releaseLocked(w.want())
+		return
+	case woken:
+		// The wake-up was meant for w; pass it on.
+		w.ready.TryWait()
+	case closed:
+		w.ready.TryWait()
+		return
+	}
+	// Removing w may let the waiters behind it fit, and the queue state
+	// must stop counting it.
+	s.releaseLocked(0)
+}
+
+// resolveWake acts on a wake-up other than a hand-off's grant. After Close
+// it returns ErrClosed. A waiter woken to compete for free permits (barging
+// mode) takes them, or queues again in its place by arrival, keeping its
+// waiting time; resolveWake reports whether it took them. The record goes
+// back to the free list unless the waiter queues again or parks in a
+// bubble.
+func (s *Semaphore) resolveWake(w *waiter, bubbled bool) (took bool, err error) {
+	if w.status() == closed {
+		if !bubbled {
+			s.recycle(w)
+		}
+		return false, ErrClosed
+	}
+	s.mu.Lock()
+	took, err = s.takeOrQueueLocked(w.want(), w)
+	if (took || err != nil) && !bubbled {
+		s.free.putLocked(w)
+	}
+	s.mu.Unlock()
+	return took, err
+}
+
+// claim takes w back from the token issued with tag, which must be the
+// only end of that token, and advances w's generation so that no other can
+// follow. A second end (of a copy, or racing the first) finds the
+// generation moved and panics before it changes anything: a record must
+// never go back to the free list twice, or while another Acquire is parked
+// on it, which would hand one event to two waiters.
+func (w *waiter) claim(tag uint32) {
+	if !w.gen.CompareAndSwap(tag, tag+1) {
+		panic(errTokenEndedTwice)
+	}
+}
+
+// recycle puts rec, a record coming back with its token's permits, on the
+// free list; rec may be nil. Returning permits never waits for the lock
+// only to recycle: a record that finds the lock busy goes on the free
+// list's lock-free spill stack instead.
+func (s *Semaphore) recycle(rec *waiter) {
+	switch {
+	case rec == nil:
+	case s.mu.TryLock():
+		s.free.putLocked(rec)
+		s.mu.Unlock()
+	default:
+		s.free.putSpill(rec)
+	}
 }
 
 // maxFreeWaiters caps a semaphore's free list. Records beyond it are left to
@@ -131,7 +241,7 @@ func (l *waiterFreeList) getLocked(s *Semaphore, n int64, bubbled bool) *waiter 
 		l.head = w.next
 		l.len--
 	default:
-		w = l.popSpill()
+		w = l.popSpillLocked()
 	}
 	if w == nil {
 		w = &waiter{sem: s}
@@ -157,7 +267,7 @@ func (l *waiterFreeList) putSpill(w *waiter) {
 	if l.spillLen.Load() >= maxFreeWaiters {
 		return // left to the garbage collector
 	}
-	l.spillLen.Inc()
+	l.spillLen.Add(1)
 	for {
 		head := l.spill.Load()
 		w.next = head
@@ -167,15 +277,15 @@ func (l *waiterFreeList) putSpill(w *waiter) {
 	}
 }
 
-// popSpill takes a record from spill, or returns nil. It requires mu.
-func (l *waiterFreeList) popSpill() *waiter {
+// popSpillLocked takes a record from spill, or returns nil. It requires mu.
+func (l *waiterFreeList) popSpillLocked() *waiter {
 	for {
 		w := l.spill.Load()
 		if w == nil {
 			return nil
 		}
 		if l.spill.CompareAndSwap(w, w.next) {
-			l.spillLen.Dec()
+			l.spillLen.Add(-1)
 			return w
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sync/semaphore"
 
@@ -45,11 +46,11 @@ type waiterCounter interface {
 // token's spent flag is written on every release, and false sharing between
 // neighbouring records would bill the harness's layout to atomicsem.
 type held struct {
-	tok   token.Token // atomicsem's, tokencas's and wordcas's token
-	n     int64       // the others' count
-	park  *parkWaiter // floorpark's record, from its grant to its release
-	guard floorGuard  // floorparkword's flag
-	_     [128 - 56]byte
+	tok   token.Token                                   // atomicsem's, tokencas's and wordcas's token
+	n     int64                                         // the others' count
+	park  *parkWaiter                                   // floorpark's record, from its grant to its release
+	guard floorGuard                                    // floorparkword's flag
+	_     [128 - 24 - unsafe.Sizeof(token.Token{})]byte // the token is larger under -race
 }
 
 // impl names an implementation and builds one with limit permits available

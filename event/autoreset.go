@@ -15,49 +15,92 @@ import (
 // do not count: two Sets with nobody waiting release one waiter, not two.
 // Waiters never wake without a Set.
 //
-// The zero value is an unset event, ready to use. An AutoReset is one word;
-// its first use makes its channel, its one allocation, and nothing after that
-// allocates. An AutoReset must not be copied after first use.
+// The zero value is an unset event, ready to use. An AutoReset is one word.
+// Its channel, its one allocation, is made by the first goroutine that waits
+// on it (Wait or C); Set, TryWait and Reset never make it, and a Set that
+// finds no channel only marks the event set. So the channel belongs to where
+// its first waiter runs: an event set inside a testing/synctest bubble and
+// waited on outside it, or the reverse, never has its waiter block on a
+// channel of another bubble, which the runtime treats as a fatal error.
+// (A goroutine outside a bubble must still not Set an event while a
+// goroutine of the bubble is blocked on it, as it must not signal a
+// sync.Cond there.) Nothing after the channel is made allocates. An
+// AutoReset must not be copied after first use.
 //
 // Memory ordering: a Set synchronizes before the return of the Wait (or the
 // receive from C, or the successful TryWait) that consumes it.
 type AutoReset struct {
 	_ noCopy
-	// ch is the event's channel, a chan struct{} with a buffer of one: a
-	// full buffer means "set". It is created on first use so that the zero
-	// value works, and stored as the channel's own pointer (see chanPointer)
-	// rather than as a pointer to a copy of the channel value, which would
-	// cost a second allocation per event.
+	// ch is nil (clear, no channel yet), setMark (set, no channel yet) or
+	// the event's channel, a chan struct{} with a buffer of one whose full
+	// buffer means "set". The channel is stored as its own pointer (see
+	// chanPointer) rather than as a pointer to a copy of the channel value,
+	// which would cost a second allocation per event.
 	ch atomic.UnsafePointer
 }
+
+// setMark is the value of AutoReset.ch for an event set before any
+// goroutine waited on it.
+var setMark = unsafe.Pointer(new(byte))
 
 // Set sets the event. If a goroutine is waiting, exactly one of them is
 // released and the event is clear again; otherwise the event stays set until
 // the next Wait, TryWait or Reset. Setting a set event does nothing.
 func (e *AutoReset) Set() {
-	select {
-	case e.channel() <- struct{}{}:
-	default: // already set: signals saturate
+	if e == nil {
+		panic(nilEvent("AutoReset.Set"))
+	}
+	for {
+		switch p := e.ch.Load(); p {
+		case setMark:
+			return // already set: signals saturate
+		case nil:
+			// Nobody has waited yet: mark the event set and leave the
+			// channel to its first waiter.
+			if e.ch.CompareAndSwap(nil, setMark) {
+				return
+			}
+		default:
+			select {
+			case pointerChan(p) <- struct{}{}:
+			default: // already set: signals saturate
+			}
+			return
+		}
 	}
 }
 
 // Reset clears the event. A waiter released by an earlier Set is not
 // affected; only a signal that nobody has consumed yet is discarded.
 func (e *AutoReset) Reset() {
-	select {
-	case <-e.channel():
-	default:
+	if e == nil {
+		panic(nilEvent("AutoReset.Reset"))
 	}
+	e.TryWait()
 }
 
 // TryWait consumes the signal if the event is set and reports whether it did.
 // It never blocks.
 func (e *AutoReset) TryWait() bool {
-	select {
-	case <-e.channel():
-		return true
-	default:
-		return false
+	if e == nil {
+		panic(nilEvent("AutoReset.TryWait"))
+	}
+	for {
+		switch p := e.ch.Load(); p {
+		case nil:
+			return false
+		case setMark:
+			if e.ch.CompareAndSwap(setMark, nil) {
+				return true
+			}
+		default:
+			select {
+			case <-pointerChan(p):
+				return true
+			default:
+				return false
+			}
+		}
 	}
 }
 
@@ -68,35 +111,59 @@ func (e *AutoReset) TryWait() bool {
 // next waiter. A ctx that is already done fails at once, even if the event is
 // set.
 func (e *AutoReset) Wait(ctx context.Context) error {
+	if e == nil {
+		panic(nilEvent("AutoReset.Wait"))
+	}
+	if ctx == nil {
+		panic(nilContext("AutoReset.Wait"))
+	}
 	return waitOn(ctx, e.channel())
 }
 
-// C returns the event's channel, for use in a select statement. A receive
-// from C consumes the signal exactly as a successful Wait does. The channel
-// is the same for the life of the event and is never closed.
+// C returns the event's channel, for use in a select statement, making it
+// if nobody has waited yet. A receive from C consumes the signal exactly as
+// a successful Wait does. The channel is the same for the life of the event
+// and is never closed.
 func (e *AutoReset) C() <-chan struct{} {
+	if e == nil {
+		panic(nilEvent("AutoReset.C"))
+	}
 	return e.channel()
 }
 
 // channel returns the event's channel, making it on first use.
 func (e *AutoReset) channel() chan struct{} {
 	p := e.ch.Load()
-	if p == nil {
+	if p == nil || p == setMark {
 		p = e.initChannel()
 	}
 	return pointerChan(p)
 }
 
-// initChannel makes the channel on first use and returns its pointer. If
-// several goroutines race to make it, one CompareAndSwap wins and the others
-// use the winner's channel, so every caller sees the same one. It is kept
-// out of channel because it runs once per event, and channel on every call.
+// initChannel makes the channel on first use, carrying over a signal that
+// Set left before it, and returns its pointer. If several goroutines race
+// to make it, one CompareAndSwap wins and the others use the winner's
+// channel, so every caller sees the same one. It is kept out of channel
+// because it runs once per event, and channel on every call.
 func (e *AutoReset) initChannel() unsafe.Pointer {
-	p := chanPointer(make(chan struct{}, 1))
-	if e.ch.CompareAndSwap(nil, p) {
-		return p
+	c := make(chan struct{}, 1)
+	p := chanPointer(c)
+	for {
+		switch old := e.ch.Load(); old {
+		case nil:
+			if e.ch.CompareAndSwap(nil, p) {
+				return p
+			}
+		case setMark:
+			c <- struct{}{} // the pending signal moves into the buffer
+			if e.ch.CompareAndSwap(setMark, p) {
+				return p
+			}
+			<-c // consumed or overtaken meanwhile: look again
+		default:
+			return old // another goroutine won the race
+		}
 	}
-	return e.ch.Load() // another goroutine won the race
 }
 
 // chanPointer and pointerChan convert between a channel and the pointer it

@@ -221,3 +221,58 @@ func TestAutoResetComposesWithSelect(t *testing.T) {
 		require.Equal(t, "event", <-got, "Set must wake a goroutine selecting on C")
 	})
 }
+
+// TestAutoResetSetBeforeFirstWaitIsNeitherLostNorDoubled races a Set against
+// the first wait of a fresh event, the moment its channel is made: the
+// signal a Set leaves before the channel exists must move into it exactly
+// once.
+func TestAutoResetSetBeforeFirstWaitIsNeitherLostNorDoubled(t *testing.T) {
+	for range 2000 {
+		var e event.AutoReset
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); e.Set() }()
+		go func() { defer wg.Done(); <-e.C() }()
+		wg.Wait()
+		require.False(t, e.TryWait(), "one Set released one wait and left the event clear")
+	}
+}
+
+// TestAutoResetCrossesBubbles uses one event inside and outside a
+// testing/synctest bubble. A Set that made the channel would make it in the
+// setter's bubble, and a waiter elsewhere receiving from it is a fatal error
+// of the runtime, which no recover catches; the channel is the first
+// waiter's instead.
+func TestAutoResetCrossesBubbles(t *testing.T) {
+	ctx := context.Background()
+	t.Run("set inside, wait outside", func(t *testing.T) {
+		var e event.AutoReset
+		synctest.Test(t, func(t *testing.T) {
+			e.Set()
+			e.Set()
+		})
+		require.NoError(t, e.Wait(ctx))
+		require.False(t, e.TryWait())
+		e.Set()
+		require.True(t, e.TryWait())
+	})
+	t.Run("set outside, wait inside", func(t *testing.T) {
+		var e event.AutoReset
+		e.Set()
+		synctest.Test(t, func(t *testing.T) {
+			require.NoError(t, e.Wait(ctx))
+			require.False(t, e.TryWait())
+		})
+	})
+	t.Run("set and cleared inside, waited outside", func(t *testing.T) {
+		var e event.AutoReset
+		synctest.Test(t, func(t *testing.T) {
+			e.Set()
+			require.True(t, e.TryWait())
+			e.Set()
+			e.Reset()
+		})
+		e.Set()
+		<-e.C()
+	})
+}

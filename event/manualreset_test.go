@@ -96,3 +96,29 @@ func TestManualResetCancelledParkedWaitReturnsCtxErr(t *testing.T) {
 		require.False(t, e.IsSet())
 	})
 }
+
+// TestManualResetCrossesBubbles sets and resets an event inside a
+// testing/synctest bubble and waits on it outside, and the reverse: the
+// channel a waiter blocks on must be made where the waiter runs, not by the
+// Set or Reset (see TestAutoResetCrossesBubbles).
+func TestManualResetCrossesBubbles(t *testing.T) {
+	ctx := context.Background()
+	t.Run("set inside, wait outside", func(t *testing.T) {
+		var e event.ManualReset
+		synctest.Test(t, func(t *testing.T) { e.Set() })
+		require.NoError(t, e.Wait(ctx))
+		<-e.Done()
+	})
+	t.Run("reset inside, wait outside", func(t *testing.T) {
+		var e event.ManualReset
+		e.Set()
+		synctest.Test(t, func(t *testing.T) { e.Reset() })
+		go e.Set()
+		require.NoError(t, e.Wait(ctx))
+	})
+	t.Run("set outside, wait inside", func(t *testing.T) {
+		var e event.ManualReset
+		e.Set()
+		synctest.Test(t, func(t *testing.T) { require.NoError(t, e.Wait(ctx)) })
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -103,4 +104,66 @@ type heldProbe struct{ sem *atomicsem.Semaphore }
 
 func (p heldProbe) Error() string {
 	return fmt.Sprintf("permits held when the panic is printed: %d\n", p.sem.Stats().Held)
+}
+
+// slowPanicEnv names the environment variable that makes
+// TestPanicKeepsWaitAndMapFromReturning run its child's part.
+const slowPanicEnv = "GROUP_TEST_SLOW_PANIC"
+
+// TestPanicKeepsWaitAndMapFromReturning checks that neither Wait nor Map
+// returns while a function is panicking: the runtime calls the panic
+// value's Error after every deferred call of the panicking goroutine has
+// run, so a function that reported completion in a deferred call would let
+// Wait return nil, and Map a made-up result, before the crash. The child's
+// panic value takes half a second to print, so a Wait or Map that returns meanwhile
+// says so on the child's output every run.
+func TestPanicKeepsWaitAndMapFromReturning(t *testing.T) {
+	if how := os.Getenv(slowPanicEnv); how != "" {
+		slowPanicChild(how)
+		return
+	}
+	for _, how := range []string{"Go", "Map"} {
+		t.Run(how, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestPanicKeepsWaitAndMapFromReturning$")
+			cmd.Env = append(os.Environ(), slowPanicEnv+"="+how)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatalf("the child did not crash (%v); its output:\n%s", err, out)
+			}
+			require.NotContains(t, string(out), "returned while a function was panicking", "the child's output:\n%s", out)
+			require.Contains(t, string(out), "a slow panic", "the child's output:\n%s", out)
+		})
+	}
+}
+
+// slowPanicChild is the child's part: a function that panics with a value
+// that is slow to print, and a Wait or Map that must not return before the
+// program stops.
+func slowPanicChild(how string) {
+	sem, _ := atomicsem.New(2, 2)
+	switch how {
+	case "Go":
+		g := group.New(sem)
+		_ = g.Go(background, 1, func() error { panic(slowPanic{}) })
+		err := g.Wait()
+		fmt.Printf("Wait returned while a function was panicking: %v\n", err)
+	case "Map":
+		out, err := group.Map(background, sem, []int{0, 1}, func(_ context.Context, x int) (int, error) {
+			if x == 1 {
+				panic(slowPanic{})
+			}
+			return x + 1, nil
+		})
+		fmt.Printf("Map returned while a function was panicking: %v, %v\n", out, err)
+	}
+	os.Exit(0)
+}
+
+// slowPanic is a panic value that takes half a second to print.
+type slowPanic struct{}
+
+func (slowPanic) Error() string {
+	time.Sleep(500 * time.Millisecond)
+	return "a slow panic"
 }

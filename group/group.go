@@ -16,7 +16,11 @@
 //
 // Neither a Group nor Map recovers a panic in a function it runs: as with
 // errgroup, the panic crashes the program as any goroutine's panic does,
-// after the permits the function held have been released.
+// after the permits the function held have been released. A panicking
+// function never counts as returned, so Wait and Map do not return while
+// the runtime prints the panic (the crash reports it as "[recovered,
+// repanicked]": the group recovers it only to release the permits, and
+// panics again with the same value from the same frame).
 package group
 
 import (
@@ -130,11 +134,11 @@ func WithContext(ctx context.Context, sem *atomicsem.Semaphore) (*Group, context
 // when f panics or calls runtime.Goexit; a panic is not recovered.
 //
 // It is a run-time error to call Go with a nil context or a nil f, or on the
-// zero Group; the panic's message begins "group: " and the group is unchanged.
+// zero Group or a nil *Group; the panic's message begins "group: " and the group is unchanged.
 // As with sync.WaitGroup, a Go that may be the group's first since the last
 // Wait returned must happen before the next Wait.
 func (g *Group) Go(ctx context.Context, n int64, f func() error) error {
-	g.check(f)
+	g.check("Go", f)
 	if ctx == nil {
 		panic("group: Go called with a nil Context")
 	}
@@ -167,10 +171,11 @@ func (g *Group) Go(ctx context.Context, n int64, f func() error) error {
 // Otherwise f runs as with Go: its first non-nil error is recorded and
 // cancels the group's context, and its permits are released when it returns.
 //
-// It is a run-time error to call TryGo with a nil f or on the zero Group; the
+// It is a run-time error to call TryGo with a nil f, or on the zero Group or
+// a nil *Group; the
 // panic's message begins "group: ".
 func (g *Group) TryGo(n int64, f func() error) bool {
-	g.check(f)
+	g.check("TryGo", f)
 	if g.ctx != nil && g.ctx.Err() != nil {
 		return false
 	}
@@ -190,8 +195,12 @@ func (g *Group) TryGo(n int64, f func() error) bool {
 // (nil if there was none). In a group made by WithContext it then cancels the
 // group's context.
 //
-// Wait returns nil at once on the zero Group.
+// Wait returns nil at once on the zero Group. It is a run-time error to call
+// Wait on a nil *Group; the panic's message begins "group: ".
 func (g *Group) Wait() error {
+	if g == nil {
+		panic("group: Wait called on a nil *Group")
+	}
 	g.wg.Wait()
 	if g.cancel != nil {
 		g.cancel(g.err)
@@ -199,9 +208,12 @@ func (g *Group) Wait() error {
 	return g.err
 }
 
-// check panics for the caller bugs that Go and TryGo reject before they
-// change anything.
-func (g *Group) check(f func() error) {
+// check panics for the caller bugs that Go and TryGo (named by method)
+// reject before they change anything.
+func (g *Group) check(method string, f func() error) {
+	if g == nil {
+		panic("group: " + method + " called on a nil *Group")
+	}
 	if g.sem == nil {
 		panic("group: Group used without New or WithContext")
 	}

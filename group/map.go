@@ -34,7 +34,8 @@ import (
 // their number follows the limit, not the length of in.
 //
 // A panic in f is not recovered: it crashes the program as a panic in any
-// goroutine does, after the call's permit has been released.
+// goroutine does, after the call's permit has been released, and Map does
+// not return meanwhile.
 //
 // Memory ordering: the call of Map synchronizes before every call of f, and
 // the return of every call of f synchronizes before Map returns, in the
@@ -182,12 +183,27 @@ func (m *mapper[T, R]) acquire(tok *token.Token) error {
 
 // loop calls f on the worker's element and then on further ones while it
 // can take a permit without waiting.
+//
+// A panicking f gives its permit back but does not end the worker, so Map
+// cannot return while the runtime prints the panic (see task.exec).
 func (w *mapWorker[T, R]) loop() {
 	m := w.m
-	defer w.end()
+	returned := false
+	defer func() {
+		if !returned {
+			if r := recover(); r != nil {
+				if w.tok.Permits() != 0 {
+					w.tok.Release()
+				}
+				panic(r)
+			}
+		}
+		w.end()
+	}()
 	i := w.i
 	for {
 		r, err := m.f(m.ctx, m.in[i])
+		returned = true
 		if err != nil {
 			m.fail(err)
 			return
@@ -204,12 +220,12 @@ func (w *mapWorker[T, R]) loop() {
 		if i, ok = m.claim(); !ok {
 			return
 		}
+		returned = false
 	}
 }
 
 // end releases the worker's permit, if it holds one, and puts its record
-// back for reuse. It runs deferred, and so also when f panics or exits its
-// goroutine.
+// back for reuse. It runs deferred, when f returns or exits its goroutine.
 func (w *mapWorker[T, R]) end() {
 	if w.tok.Permits() != 0 {
 		w.tok.Release()

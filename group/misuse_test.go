@@ -32,6 +32,9 @@ func TestMisuseIsAPrefixedPanic(t *testing.T) {
 		{"TryGo with a nil function", func(g *group.Group, _ *atomicsem.Semaphore) { g.TryGo(1, nil) }},
 		{"Go on the zero Group", func(*group.Group, *atomicsem.Semaphore) { _ = new(group.Group).Go(background, 1, nop) }},
 		{"TryGo on the zero Group", func(*group.Group, *atomicsem.Semaphore) { new(group.Group).TryGo(1, nop) }},
+		{"Go on a nil *Group", func(*group.Group, *atomicsem.Semaphore) { _ = (*group.Group)(nil).Go(background, 1, nop) }},
+		{"TryGo on a nil *Group", func(*group.Group, *atomicsem.Semaphore) { (*group.Group)(nil).TryGo(1, nop) }},
+		{"Wait on a nil *Group", func(*group.Group, *atomicsem.Semaphore) { _ = (*group.Group)(nil).Wait() }},
 		{"Map with a nil context", func(_ *group.Group, sem *atomicsem.Semaphore) {
 			_, _ = group.Map(nil, sem, []int{1}, double) //lint:ignore SA1012 the nil context is the point
 		}},

@@ -43,16 +43,35 @@ func (t *task) free() {
 }
 
 // exec calls f, records its error, and ends the task.
+//
+// A panicking f gives its permits back, but does not end the task: the
+// deferred call recovers the panic only to tell it from runtime.Goexit,
+// releases the token and panics again with the same value, from the frame
+// where f panicked, so the crash shows f's stack. The wait group is never
+// left, so Wait (and whatever waits on it) cannot return while the runtime
+// prints the panic and stops the program. A Goexit (t.FailNow in a test)
+// ends the task as a return does.
 func (t *task) exec() {
-	defer t.end()
-	if err := t.f(); err != nil {
+	returned := false
+	defer func() {
+		if !returned {
+			if r := recover(); r != nil {
+				t.tok.Release()
+				panic(r)
+			}
+		}
+		t.end()
+	}()
+	err := t.f()
+	returned = true
+	if err != nil {
 		t.g.fail(err)
 	}
 }
 
 // end releases the task's permits and then leaves the group's wait group,
-// so that the permits are back before Wait returns. It runs deferred, and
-// so also when f panics or exits its goroutine.
+// so that the permits are back before Wait returns. It runs deferred, when
+// f returns or exits its goroutine.
 func (t *task) end() {
 	g := t.g
 	t.tok.Release()

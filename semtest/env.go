@@ -47,6 +47,7 @@ func (e *env) new(initial, max int64) Semaphore {
 	e.t.Helper()
 	s, err := e.newSem(e.t, initial, max)
 	require.NoError(e.t, err, "New(%d, %d)", initial, max)
+	require.NotNil(e.t, s, "semtest: the NewFunc returned a nil Semaphore and no error for New(%d, %d)", initial, max)
 	e.mu.Lock()
 	e.handles[s] = []Semaphore{s}
 	e.mu.Unlock()

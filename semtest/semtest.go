@@ -144,7 +144,10 @@ type config struct {
 
 // InBubble declares that the semaphore can be made and used inside a
 // testing/synctest bubble, with no goroutine outside it. The suite then
-// settles with synctest.Wait and runs the checks that need exact fake time.
+// settles with synctest.Wait and runs the checks that need exact fake time,
+// and the checks that share one semaphore, made outside any bubble, between
+// bubbles and the outside (a waiter outside served from inside a bubble,
+// tokens ended on the other side, waiters parking in successive bubbles).
 func InBubble() Option { return func(c *config) { c.bubble = true } }
 
 // Barging declares that arrivals may take free permits ahead of parked
@@ -170,8 +173,14 @@ func MemoryModel() Option { return func(c *config) { c.memoryModel = true } }
 
 // Join supplies other handles on the same semaphore. The suite then parks
 // its waiters on three handles in turn, so that the order of grants, the
-// wake-ups and Close are checked across handles.
-func Join(join JoinFunc) Option { return func(c *config) { c.join = join } }
+// wake-ups and Close are checked across handles. It is a run-time error to
+// pass a nil JoinFunc; the panic's message begins "semtest: ".
+func Join(join JoinFunc) Option {
+	if join == nil {
+		panic("semtest: Join called with a nil JoinFunc")
+	}
+	return func(c *config) { c.join = join }
+}
 
 // Load sizes the concurrent checks: goroutines workers of rounds operations
 // each (the default is 16 and 1000). A semaphore that takes a round trip
@@ -185,10 +194,21 @@ func Load(goroutines, rounds int) Option {
 func Rounds(n int) Option { return func(c *config) { c.races = n } }
 
 // Run runs the suite against the semaphores newSem makes, each check in a
-// subtest of t.
+// subtest of t. It is a run-time error to pass a nil t, newSem or Option;
+// the panic's message begins "semtest: ". A newSem that returns a nil
+// Semaphore and no error fails the check that called it.
 func Run(t *testing.T, newSem NewFunc, opts ...Option) {
+	switch {
+	case t == nil:
+		panic("semtest: Run called with a nil *testing.T")
+	case newSem == nil:
+		panic("semtest: Run called with a nil NewFunc")
+	}
 	c := &config{goroutines: 16, rounds: 1000, races: 1000}
 	for _, opt := range opts {
+		if opt == nil {
+			panic("semtest: Run called with a nil Option")
+		}
 		opt(c)
 	}
 	for _, ch := range checks {
@@ -200,10 +220,12 @@ func Run(t *testing.T, newSem NewFunc, opts ...Option) {
 				t.Skip("semtest: barging only")
 			case ch.fakeTime && !c.bubble:
 				t.Skip("semtest: needs exact fake time (InBubble)")
+			case ch.bubbles && !c.bubble:
+				t.Skip("semtest: shares a semaphore between bubbles and the outside (InBubble)")
 			case ch.memoryModel && !c.memoryModel:
 				t.Skip("semtest: the semaphore does not promise the Go memory model's ordering")
 			}
-			if c.bubble && !ch.realTime {
+			if c.bubble && !ch.realTime && !ch.bubbles {
 				synctest.Test(t, func(t *testing.T) { ch.f(newEnv(t, c, newSem)) })
 				return
 			}
@@ -220,11 +242,12 @@ type check struct {
 	barging     bool // holds only for a barging semaphore
 	fakeTime    bool // needs exact fake time
 	realTime    bool // runs real goroutines against real time, outside any bubble
+	bubbles     bool // enters bubbles itself, with a semaphore made outside them
 	memoryModel bool // needs the Go memory model's ordering
 }
 
 // checks is the suite, in the order it runs.
-var checks = concat(basicChecks, limitChecks, forgetChecks, idleChecks, fairnessChecks, loadChecks)
+var checks = concat(basicChecks, limitChecks, forgetChecks, idleChecks, fairnessChecks, loadChecks, bubbleChecks)
 
 func concat(lists ...[]check) []check {
 	var all []check

@@ -40,11 +40,16 @@ type Owner interface {
 //
 // A Token must not be copied: each copy would carry the right to release the
 // same permits, and only the first copy to be ended would be stopped from
-// ending them again. go vet reports copies. Pass a *Token instead. A
-// semaphore may still catch a copy ended after the original (atomicsem does
-// for tokens granted to a parked Acquire, and otherwise whenever the second
-// end would return more permits than are held), but it cannot always tell a
-// copy's permits from another holder's.
+// ending them again. go vet reports copies. Keep a token where it was
+// returned, or take its address once and pass, store and send the pointer:
+// a []*Token, a map[K]*Token or a chan *Token holds tokens without a copy
+// (see the Pointers example). Under the race detector (go test -race),
+// every token is tracked from its issue to its end, so ending a copy after
+// the original (or the original after a copy) panics; in other builds a
+// semaphore may still catch it (atomicsem does for tokens granted to a
+// parked Acquire, and otherwise whenever the second end would return more
+// permits than are held), but it cannot always tell a copy's permits from
+// another holder's.
 //
 // A Token belongs to one goroutine at a time, like any Go value not
 // documented as safe for concurrent use: it may be handed to another
@@ -60,13 +65,14 @@ type Token struct {
 	state state
 }
 
-// ownerTag is the value a Token passes back to its owner. It is a struct with
-// Lock and Unlock methods, the shape go vet's copylocks check looks for, so
-// that vet reports copies of a Token. (A zero-size marker field would do
-// the same, but the compiler keeps a struct in registers only if it has at
-// most four fields, and a token returned from every acquire must stay in
-// registers to be cheap.)
-type ownerTag struct{ v uint32 }
+// ownerTag is the value a Token passes back to its owner (v), and under the
+// race detector the token's cell (see track_race.go). It is a struct
+// with Lock and Unlock methods, the shape go vet's copylocks check looks
+// for, so that vet reports copies of a Token. (A zero-size marker field
+// would do the same, but the compiler keeps a struct in registers only if
+// it has at most four fields, and a token returned from every acquire must
+// stay in registers to be cheap.) Its fields are declared in
+// track_norace.go and track_race.go.
 
 func (*ownerTag) Lock()   {}
 func (*ownerTag) Unlock() {}
@@ -84,8 +90,14 @@ const (
 // which the token passes back to owner's methods unchanged. It is meant for
 // semaphore implementations; the token gives its permits back only to
 // owner.
+//
+// It is a run-time error to call New with a nil owner; the panic's message
+// begins "token: ".
 func New(owner Owner, n int64, tag uint32) Token {
-	return Token{owner: owner, n: n, tag: ownerTag{tag}, state: live}
+	if owner == nil {
+		panic("token: New called with a nil Owner")
+	}
+	return Token{owner: owner, n: n, tag: issue(tag), state: live}
 }
 
 // Empty returns a live token for zero permits that returns them to nobody:
@@ -103,40 +115,6 @@ func (o nobody) SplitPermits(_, _ int64, tag uint32) (Owner, uint32) {
 	return o, tag
 }
 
-// Release gives the token's permits back to the semaphore that issued it,
-// which may wake waiters that now fit. Afterwards the token is spent and
-// Permits returns 0.
-//
-// It is a run-time error to call Release or Forget again on a spent token, or
-// on the zero Token; the panic, an error whose message begins "token: ",
-// leaves the semaphore unchanged.
-//
-// Memory ordering: Release synchronizes before the return of the acquire
-// that obtains the released permits.
-func (t *Token) Release() {
-	if t.state != live {
-		panic(releaseMisuse(t.state))
-	}
-	t.state = spent
-	t.owner.ReturnPermits(t.n, t.tag.v)
-}
-
-// Forget drops the token's permits for good: they are neither held nor
-// available afterwards, and the semaphore's limit falls by the token's count
-// (but not below zero). The limit stays lower until it is raised again, by
-// TryRelease, Refill or SetLimit on the semaphore.
-//
-// It is a run-time error to call Release or Forget again on a spent token, or
-// on the zero Token; the panic, an error whose message begins "token: ",
-// leaves the semaphore unchanged.
-func (t *Token) Forget() {
-	if t.state != live {
-		panic(forgetMisuse(t.state))
-	}
-	t.state = spent
-	t.owner.ForgetPermits(t.n, t.tag.v)
-}
-
 // Split moves k of the token's permits into a new token and returns it: t
 // keeps the rest, and each of the two is then released or forgotten on its
 // own. A caller that reserved more than it turned out to need splits off
@@ -144,12 +122,14 @@ func (t *Token) Forget() {
 // a token for nothing; Split(t.Permits()) leaves t holding nothing.
 //
 // Split reports false, changing nothing, if k < 0 or k is more than the
-// token holds. It is a run-time error to call Split on a spent token or on
-// the zero Token; the panic's message begins "token: ".
+// token holds. It is a run-time error to call Split on a spent token, on
+// the zero Token or on a nil *Token (or, under the race detector, on a copy
+// of a token that has ended); the panic's message begins "token: ".
 func (t *Token) Split(k int64) (Token, bool) {
-	if t.state != live {
-		panic(splitMisuse(t.state))
+	if t == nil || t.state != live {
+		panic(splitMisuse(t.stateOrNil()))
 	}
+	t.checkIssued(splitMisuse(live))
 	if k < 0 || k > t.n {
 		return Token{}, false
 	}
@@ -160,8 +140,12 @@ func (t *Token) Split(k int64) (Token, bool) {
 
 // Permits returns the number of permits the token holds: the number acquired
 // (less any split off) while the token is live, 0 once it has been released
-// or forgotten, and 0 for the zero Token.
+// or forgotten, and 0 for the zero Token. It is a run-time error to call
+// Permits on a nil *Token; the panic's message begins "token: ".
 func (t *Token) Permits() int64 {
+	if t == nil {
+		panic("token: Permits called on a nil *Token")
+	}
 	if t.state != live {
 		return 0
 	}
@@ -169,10 +153,13 @@ func (t *Token) Permits() int64 {
 }
 
 // releaseMisuse, forgetMisuse and splitMisuse are what Release, Forget and
-// Split panic with: the state of the token they were called on. Each
-// builds its message only when it is printed, and one type per method
-// keeps the operation's name out of the call, so that Release and Forget
-// stay small enough to be inlined.
+// Split panic with: the state of the token they were called on, nilToken
+// for a nil *Token, or live for (under the race detector) a copy of a token
+// that has ended. Each builds its message only when it is printed, and one
+// type per method keeps the operation's name out of the call, so that
+// Release and Forget stay small enough to be inlined. The panic value holds
+// the state, not the token, so that a token does not escape to the heap
+// through the panic its Release might raise.
 type (
 	releaseMisuse state
 	forgetMisuse  state
@@ -183,9 +170,25 @@ func (m releaseMisuse) Error() string { return misuseMessage("Release", state(m)
 func (m forgetMisuse) Error() string  { return misuseMessage("Forget", state(m)) }
 func (m splitMisuse) Error() string   { return misuseMessage("Split", state(m)) }
 
+// nilToken stands for a nil *Token in a misuse panic.
+const nilToken state = 255
+
+// stateOrNil returns t's state, or nilToken if t is nil.
+func (t *Token) stateOrNil() state {
+	if t == nil {
+		return nilToken
+	}
+	return t.state
+}
+
 func misuseMessage(op string, s state) string {
-	if s == zero {
+	switch s {
+	case nilToken:
+		return "token: " + op + " called on a nil *Token"
+	case zero:
 		return "token: " + op + " called on the zero Token"
+	case live:
+		return "token: " + op + " called on a copy of a token that was already released or forgotten (pass and store *token.Token, never a copy)"
 	}
 	return "token: " + op + " called on a token that was already released or forgotten"
 }

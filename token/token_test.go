@@ -272,11 +272,129 @@ func TestConcurrentEndsAreReportedByTheRaceDetector(t *testing.T) {
 // A token returned from every acquire is cheap only while the compiler
 // keeps it in registers, which it does for a struct of at most four fields
 // and four words: a fifth field, even a zero-size marker, sends every
-// returned token through stack copies.
+// returned token through stack copies. (Under the race detector the token
+// also carries a pointer to its cell, and is larger.)
 func TestTokenFitsInRegisters(t *testing.T) {
 	typ := reflect.TypeFor[token.Token]()
 	require.LessOrEqual(t, typ.NumField(), 4, "fields of token.Token")
-	if unsafe.Sizeof(uintptr(0)) == 8 { // on 32-bit platforms its int64 alone takes two words
+	if unsafe.Sizeof(uintptr(0)) == 8 && !raceEnabled { // on 32-bit platforms its int64 alone takes two words
 		require.LessOrEqual(t, typ.Size(), uintptr(32), "size of token.Token")
 	}
+}
+
+// TestNilArgumentsPanicWithThePackagePrefix calls every entry point of the
+// package that takes a pointer or an interface with nil, and requires a
+// panic in the package's voice. A nil *Token's Release and Forget are the
+// exception outside the race detector: a check would take them over the
+// compiler's inlining budget, so the runtime's nil dereference reports it.
+func TestNilArgumentsPanicWithThePackagePrefix(t *testing.T) {
+	var nilTok *token.Token
+	tests := []struct {
+		name     string
+		call     func()
+		raceOnly bool
+	}{
+		{"New(nil owner)", func() { token.New(nil, 1, 0) }, false},
+		{"(*Token)(nil).Split", func() { nilTok.Split(0) }, false},
+		{"(*Token)(nil).Permits", func() { nilTok.Permits() }, false},
+		{"(*Token)(nil).Release", func() { nilTok.Release() }, true},
+		{"(*Token)(nil).Forget", func() { nilTok.Forget() }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := panicMessage(tt.call)
+			if tt.raceOnly && !raceEnabled {
+				require.Contains(t, msg, "nil pointer dereference")
+				return
+			}
+			require.True(t, strings.HasPrefix(msg, "token: "), "got %q", msg)
+			require.Contains(t, msg, "nil")
+		})
+	}
+}
+
+// TestEndingAStaleCopyPanicsUnderRace checks the race build's tracking: of a
+// token and its copies only the first to end does, whichever it is, and
+// every later end, Split included, panics before it reaches the owner. Outside
+// the race detector a copy's end reaches the owner, which is what the
+// tracking exists to catch.
+func TestEndingAStaleCopyPanicsUnderRace(t *testing.T) {
+	for _, first := range []string{"Release", "Forget"} {
+		for _, second := range []string{"Release", "Forget", "Split"} {
+			t.Run(first+"/then/"+second, func(t *testing.T) {
+				o := new(recordingOwner)
+				tok := token.New(o, 2, 0)
+				copied := copyToken(&tok)
+				end(&tok, first)
+				require.Equal(t, int64(1), o.calls.Load())
+				var msg string
+				if second == "Split" {
+					msg = panicMessage(func() { copied.Split(1) })
+				} else {
+					msg = panicMessage(func() { end(copied, second) })
+				}
+				if !raceEnabled {
+					if second != "Split" {
+						require.Equal(t, int64(2), o.calls.Load(), "without the race detector the copy reaches the owner")
+					}
+					return
+				}
+				require.True(t, strings.HasPrefix(msg, "token: "+second+" called on a copy"), "got %q", msg)
+				require.Equal(t, int64(1), o.calls.Load(), "the copy's end reached the owner")
+				require.Equal(t, int64(2), copied.Permits(), "a refused end changes nothing")
+			})
+		}
+	}
+}
+
+// TestSplitPartsAreTrackedOnTheirOwn checks that under the race detector the
+// part split off a token has a cell of its own: ending it does not
+// make the rest look like an ended copy, and a copy of the part is caught.
+func TestSplitPartsAreTrackedOnTheirOwn(t *testing.T) {
+	o := new(recordingOwner)
+	tok := token.New(o, 3, 0)
+	part, ok := tok.Split(1)
+	require.True(t, ok)
+	partCopy := copyToken(&part)
+	part.Release()
+	tok.Release()
+	require.Equal(t, int64(3), o.returned.Load())
+	msg := panicMessage(func() { partCopy.Release() })
+	if raceEnabled {
+		require.True(t, strings.HasPrefix(msg, "token: Release called on a copy"), "got %q", msg)
+		require.Equal(t, int64(3), o.returned.Load())
+	}
+}
+
+// copyToken copies a token the way a careless caller's assignment would,
+// through reflection so that go vet does not report the copy the test
+// makes on purpose.
+func copyToken(src *token.Token) *token.Token {
+	dst := new(token.Token)
+	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
+	return dst
+}
+
+// TestRaceBuildCatchesAStaleCopy backs the promise in Token's doc that
+// under the race detector ending a copy of a token after the original
+// panics before the permits reach the semaphore: it builds
+// testdata/stalecopy, which does that on atomicsem's fast path, with -race
+// (so that this test also checks the race build from a test binary built
+// without it), and requires the panic and the count of permits held.
+func TestRaceBuildCatchesAStaleCopy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program with -race")
+	}
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skipf("the race detector is not supported on %s", runtime.GOARCH)
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build with")
+	}
+	cmd := exec.CommandContext(t.Context(), goTool, "run", "-race", "./testdata/stalecopy")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "panic: token: Release called on a copy of a token")
+	require.Contains(t, string(out), "held: 1\n", "the copy's end reached the semaphore")
 }

@@ -24,6 +24,9 @@ import (
 // Memory ordering: a TryForget that succeeds, like TryAcquire, is ordered
 // after the release or limit change that made its permits available.
 func (s *Semaphore) TryForget(n int64) (limit int64, ok bool) {
+	if s == nil {
+		panic(nilSemaphore("TryForget"))
+	}
 	if 0 < n && n <= MaxPermits {
 		w, ok := s.forgetFast(n)
 		if ok {
@@ -47,8 +50,8 @@ func (s *Semaphore) forgetFast(n int64) (state.Word, bool) {
 			return old, false
 		}
 		hook.At(hook.BeforeCAS)
-		if new := old.LessLimit(n); s.cas(old, new) {
-			return new, true
+		if lowered := old.LessLimit(n); s.cas(old, lowered) {
+			return lowered, true
 		}
 	}
 }
