@@ -34,7 +34,7 @@ type table[E any] struct {
 	shards [numShards]shard[E]
 	seed   maphash.Seed
 	max    int64
-	count  atomic.Int64 // entries in all shards; at most max
+	count  atomic.Int64  // entries in all shards; at most max
 	cursor atomic.Uint32 // the shard after which dropElsewhere starts
 	// idle reports whether an entry can be dropped without changing an
 	// answer. It is called with the entry's shard write-locked.
