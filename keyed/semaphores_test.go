@@ -39,11 +39,11 @@ func TestSemaphoresAcquireWaitsForRelease(t *testing.T) {
 		require.NoError(t, err)
 		held, err := s.Acquire(t.Context(), "k", 1)
 		require.NoError(t, err)
-		done := make(chan token.Token, 1)
+		done := make(chan *token.Token, 1)
 		go func() {
 			tok, err := s.Acquire(context.Background(), "k", 1)
 			if err == nil {
-				done <- tok
+				done <- &tok
 			}
 		}()
 		synctest.Wait()
@@ -127,11 +127,11 @@ func TestSemaphoresForgetKeepsKey(t *testing.T) {
 func TestSemaphoresCapRefusesNewKeyWhileAllAreHeld(t *testing.T) {
 	s, err := keyed.NewSemaphores(1, keyed.WithMaxKeys(3))
 	require.NoError(t, err)
-	var toks []token.Token
+	var toks []*token.Token
 	for _, k := range []string{"a", "b", "c"} {
 		tok, ok := s.TryAcquire(k, 1)
 		require.True(t, ok)
-		toks = append(toks, tok)
+		toks = append(toks, &tok)
 	}
 	_, ok := s.TryAcquire("d", 1)
 	require.False(t, ok, "the table is full of keys in use")

@@ -1,0 +1,232 @@
+package keyed_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/credit"
+	"github.com/atomicsem/atomicsem/keyed"
+)
+
+func TestLimiterBalanceAccruesPerKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := keyed.NewLimiter(3, 10)
+		require.NoError(t, err)
+		require.True(t, l.TrySpend("a", 10))
+		require.False(t, l.TrySpend("a", 1), "a is empty")
+		require.True(t, l.TrySpend("b", 10), "b has a bucket of its own")
+		for _, d := range []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second, 10 * time.Second} {
+			key := d.String()
+			start := time.Now()
+			require.True(t, l.TrySpend(key, 10))
+			time.Sleep(d)
+			bal, _ := l.Balance(key)
+			require.Equal(t, min(10, int64(math.Floor(3*d.Seconds()))), bal,
+				"after %v from empty the balance is min(burst, ⌊rate·t⌋)", time.Since(start))
+		}
+	})
+}
+
+func TestLimiterSpendWaitsInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := keyed.NewLimiter(1, 2)
+		require.NoError(t, err)
+		require.True(t, l.TrySpend("k", 2))
+		order := make(chan int, 3)
+		for i := range 3 {
+			go func() {
+				if l.Spend(context.Background(), "k", 1) == nil {
+					order <- i
+				}
+			}()
+			synctest.Wait()
+		}
+		require.False(t, l.TrySpend("k", 1), "TrySpend never overtakes a waiter")
+		require.Zero(t, l.Sweep(), "a key waited on is not dropped")
+		for i := range 3 {
+			time.Sleep(time.Second)
+			synctest.Wait()
+			require.Equal(t, i, <-order)
+		}
+	})
+}
+
+func TestLimiterCancelledSpendSpendsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := keyed.NewLimiter(1, 2)
+		require.NoError(t, err)
+		require.True(t, l.TrySpend("k", 2))
+		ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+		defer cancel()
+		require.ErrorIs(t, l.Spend(ctx, "k", 2), context.DeadlineExceeded)
+		bal, _ := l.Balance("k")
+		require.EqualValues(t, 1, bal, "the credit accrued while waiting stays")
+	})
+}
+
+func TestLimiterReservationComesBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := keyed.NewLimiter(1, 3)
+		require.NoError(t, err)
+		tok, ok := l.TryAcquire("k", 2)
+		require.True(t, ok)
+		require.Zero(t, l.Sweep(), "a key with credit reserved is not dropped")
+		bal, _ := l.Balance("k")
+		require.EqualValues(t, 1, bal)
+		tok.Release()
+		bal, _ = l.Balance("k")
+		require.EqualValues(t, 3, bal)
+		require.Equal(t, 1, l.Sweep())
+		tok2, err := l.Acquire(t.Context(), "k", 3)
+		require.NoError(t, err)
+		tok2.Forget()
+		bal, _ = l.Balance("k")
+		require.Zero(t, bal)
+	})
+}
+
+func TestLimiterTake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := keyed.NewLimiter(2, 4)
+		require.NoError(t, err)
+		d, err := l.Take("k", 3)
+		require.NoError(t, err)
+		require.Equal(t, keyed.Decision{Spent: true, Balance: 1, FullIn: 1500 * time.Millisecond}, d)
+		d, err = l.Take("k", 2)
+		require.NoError(t, err)
+		require.Equal(t, keyed.Decision{Balance: 1, RetryIn: 500 * time.Millisecond, FullIn: 1500 * time.Millisecond}, d)
+		time.Sleep(500 * time.Millisecond)
+		d, err = l.Take("k", 2)
+		require.NoError(t, err)
+		require.True(t, d.Spent)
+	})
+}
+
+func TestLimiterCapRefusesNewKeyWhileAllAreLimited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := keyed.NewLimiter(1, 2, keyed.WithMaxKeys(2))
+		require.NoError(t, err)
+		require.True(t, l.TrySpend("a", 1))
+		require.True(t, l.TrySpend("b", 2))
+		require.False(t, l.TrySpend("c", 1), "the table is full of keys mid-limit")
+		_, err = l.Take("c", 1)
+		require.ErrorIs(t, err, keyed.ErrTooManyKeys)
+		require.ErrorIs(t, l.Spend(t.Context(), "c", 1), keyed.ErrTooManyKeys)
+		require.False(t, l.TrySpend("b", 1), "b keeps its limit")
+		time.Sleep(time.Second)
+		require.True(t, l.TrySpend("c", 1), "a is full again, so it can go")
+		bal, present := l.Balance("b")
+		require.True(t, present)
+		require.EqualValues(t, 1, bal)
+	})
+}
+
+func TestLimiterBadInput(t *testing.T) {
+	tests := []struct {
+		name  string
+		rate  float64
+		burst int64
+		opts  []keyed.Option
+		want  error
+	}{
+		{"NaN rate", math.NaN(), 1, nil, credit.ErrInvalidRate},
+		{"negative rate", -1, 1, nil, credit.ErrInvalidRate},
+		{"zero burst", 1, 0, nil, credit.ErrInvalidBurst},
+		{"cap 0", 1, 1, []keyed.Option{keyed.WithMaxKeys(0)}, keyed.ErrInvalidMaxKeys},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := keyed.NewLimiter(tt.rate, tt.burst, tt.opts...)
+			require.ErrorIs(t, err, tt.want)
+			require.Nil(t, l)
+		})
+	}
+	l, err := keyed.NewLimiter(1, 2)
+	require.NoError(t, err)
+	for _, n := range []int64{-1, 3} {
+		require.False(t, l.TrySpend("k", n))
+		_, ok := l.TryAcquire("k", n)
+		require.False(t, ok)
+		_, err := l.Take("k", n)
+		require.Error(t, err)
+	}
+	require.ErrorIs(t, l.Spend(t.Context(), "k", 3), atomicsem.ErrExceedsMax)
+	require.ErrorIs(t, l.Spend(t.Context(), "k", -1), atomicsem.ErrInvalidPermits)
+	_, err = l.Acquire(t.Context(), "k", 3)
+	require.ErrorIs(t, err, atomicsem.ErrExceedsMax)
+	require.Zero(t, l.Len(), "bad input makes no entry")
+}
+
+// TestLimiterDroppingChangesNoAnswer drives a Limiter with a small cap and
+// an unbounded map of credit.Bucket with the same random operations at the
+// same fake times, and compares every answer and every key's balance. The
+// Limiter drops keys as it inserts and on Sweep; the map never does. A new
+// key the Limiter refuses must find it full of keys whose buckets are not
+// full.
+func TestLimiterDroppingChangesNoAnswer(t *testing.T) {
+	const maxKeys = 5
+	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	for seed := range uint64(40) {
+		synctest.Test(t, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 48))
+			rate := []float64{0.5, 3, 1000}[seed%3]
+			l, err := keyed.NewLimiter(rate, 4, keyed.WithMaxKeys(maxKeys))
+			require.NoError(t, err)
+			ref := map[string]*credit.Bucket{}
+			bucket := func(k string) *credit.Bucket {
+				if ref[k] == nil {
+					ref[k] = credit.MustNew(rate, 4)
+				}
+				return ref[k]
+			}
+			inUse := func() int {
+				n := 0
+				for _, b := range ref {
+					if b.Stats().Balance < 4 {
+						n++
+					}
+				}
+				return n
+			}
+			for step := range 150 {
+				k := keys[r.IntN(len(keys))]
+				where := fmt.Sprintf("seed %d step %d key %s", seed, step, k)
+				switch op := r.IntN(8); {
+				case op < 4:
+					n := r.Int64N(5)
+					_, present := l.Balance(k)
+					want := bucket(k).TrySpend(n)
+					got := l.TrySpend(k, n)
+					if want && !got && !present && l.Len() == maxKeys {
+						require.GreaterOrEqual(t, inUse(), maxKeys, "%s: refused while a key could go", where)
+						// The key was absent, so its reference bucket was full:
+						// a new one undoes the reference's spend.
+						delete(ref, k)
+						continue
+					}
+					require.Equal(t, want, got, "%s: TrySpend(%d)", where, n)
+				case op < 6:
+					time.Sleep(time.Duration(r.Int64N(int64(float64(2*time.Second) / rate))))
+				case op == 6:
+					l.Sweep()
+				default:
+					// Time passes while other keys come and go.
+					time.Sleep(time.Duration(r.Int64N(int64(time.Millisecond))))
+				}
+				require.LessOrEqual(t, l.Len(), maxKeys, where)
+				for _, k := range keys {
+					got, _ := l.Balance(k)
+					require.Equal(t, bucket(k).Stats().Balance, got, "%s: balance of %s", where, k)
+				}
+			}
+		})
+	}
+}
