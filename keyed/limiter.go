@@ -294,3 +294,15 @@ func (l *Limiter) Len() int { l.valid(); return l.t.len() }
 // it inserts new ones; Sweep is for a caller that wants the memory back at
 // once.
 func (l *Limiter) Sweep() int { l.valid(); return l.t.sweep() }
+
+// MustNewLimiter is like NewLimiter but panics if the arguments are
+// invalid. It simplifies the initialisation of package-level limiters:
+//
+//	var perClient = keyed.MustNewLimiter(10, 100) // 10 requests a second, bursts of 100, per key
+func MustNewLimiter(rate float64, burst int64, opts ...Option) *Limiter {
+	l, err := NewLimiter(rate, burst, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}

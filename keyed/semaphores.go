@@ -316,3 +316,15 @@ func (s *Semaphores) Sweep() int {
 	s.valid()
 	return s.t.sweep()
 }
+
+// MustNewSemaphores is like NewSemaphores but panics if the arguments are
+// invalid. It simplifies the initialisation of package-level tables:
+//
+//	var perTenant = keyed.MustNewSemaphores(4) // 4 requests in flight per tenant
+func MustNewSemaphores(limit int64, opts ...Option) *Semaphores {
+	s, err := NewSemaphores(limit, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
