@@ -31,6 +31,12 @@ func ratioOf(rate float64) ratio {
 		return ratio{inf: true}
 	case rate == 0:
 		return ratio{den: 1}
+	case rate < 1<<53 && rate == math.Trunc(rate):
+		// A whole rate is its own nearest fraction, p/1: no continued
+		// fraction to walk.
+		p := uint64(rate)
+		g := gcd(p, 1_000_000_000)
+		return ratio{num: p / g, den: 1_000_000_000 / g}
 	}
 	p, q := limitDenominator(new(big.Rat).SetFloat64(rate), maxDenominator)
 	if p == 0 {
@@ -127,6 +133,44 @@ func (r ratio) timeFor(c uint64) (int64, bool) {
 		return 0, false
 	}
 	return int64(d), true
+}
+
+// maxSpan bounds the spans a State works with: a stretch of time this long
+// or longer (about 73 years) is never reached, as the clocks of a Config
+// read no further.
+const maxSpan = 1<<61 - 1
+
+// span is a stretch of ns + frac/num nanoseconds, frac < num, for the num
+// of the ratio it was worked out for; ns == maxSpan means never.
+type span struct {
+	ns   int64
+	frac uint64
+}
+
+// never reports whether s is beyond the reach of the clock.
+func (s span) never() bool { return s.ns >= maxSpan }
+
+// span returns the time that k credits take to accrue, k·den/num, exactly,
+// or never if it is maxSpan or more. It is zero at an unlimited rate.
+func (r ratio) span(k uint64) span {
+	if r.inf || k == 0 {
+		return span{}
+	}
+	hi, lo := bits.Mul64(k, r.den)
+	if r.num == 1 { // a whole number of nanoseconds a credit, as for most rates
+		if hi != 0 || lo >= maxSpan {
+			return span{ns: maxSpan}
+		}
+		return span{ns: int64(lo)}
+	}
+	if hi >= r.num {
+		return span{ns: maxSpan}
+	}
+	q, rem := bits.Div64(hi, lo, r.num)
+	if q >= maxSpan {
+		return span{ns: maxSpan}
+	}
+	return span{ns: int64(q), frac: rem}
 }
 
 // period returns the length of the shortest stretch of whole nanoseconds

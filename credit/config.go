@@ -1,0 +1,168 @@
+package credit
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+)
+
+// Config is a rate and a burst, validated, with the rate's exact
+// representation worked out once: the configuration that any number of
+// buckets share. Buckets made from one Config with its New cost no more
+// than the allocation of the Bucket itself, and a caller that keeps one
+// bucket per key can keep only a State per key and the Config once (see
+// State).
+//
+// A Config is immutable and safe for concurrent use. Its clock (Now) reads
+// the monotonic clock, in nanoseconds from an origin that lies 2^61 ns
+// (about 73 years) before the Config was made, so that a State can say a
+// bucket was empty that long ago, and reads times for about 219 years
+// after it is made.
+//
+// The zero Config is not usable; make one with NewConfig or MustConfig.
+type Config struct {
+	rate  ratio   // the rate, exactly; for a rate of zero see frozen
+	rateF float64 // the rate as given
+	burst int64
+
+	// frozen is set for a rate of zero. A bucket that accrues nothing is a
+	// bucket whose clock stands still: its State is kept at one credit a
+	// nanosecond against a clock that always reads frozenNow, so that the
+	// same arithmetic spends, reserves and caps it.
+	frozen bool
+
+	// one and full are the spans of one credit and of the burst, worked
+	// out once because a spend needs both.
+	one, full span
+
+	// epoch is the moment the Config's clock reads origin; it is shared
+	// by every Config derived from this one (WithRate), so that a State
+	// keeps its meaning across a change of rate.
+	epoch time.Time
+	// clock, if set, replaces the monotonic clock (tests only).
+	clock func() int64
+}
+
+// origin is what a Config's clock reads at its epoch: a State can tell a
+// bucket empty as long ago as the longest span (maxSpan) before that.
+const origin = 1 << 61
+
+// frozenNow is the clock of a Config whose rate is zero: any moment later
+// than the largest span a full bucket can take (see span), so that the
+// zero State is full there too.
+const frozenNow = origin
+
+// NewConfig returns the configuration of a bucket that accrues rate credits
+// per second up to burst. rate may be 0 (a bucket only spends what it
+// holds) or math.Inf(1) (no limit).
+//
+// The rate is held as the fraction of whole numbers p/q credits per second
+// nearest to it with q ≤ 10^9: exactly, for rates such as 10, 7.3, 1.0/3
+// and 1.0/3600, and otherwise within 10^-9 credits per second (less than
+// one credit in 30 years). Rates below one credit in 63 years count as 0.
+//
+// NewConfig returns ErrInvalidRate for a negative or NaN rate and
+// ErrInvalidBurst for a burst outside [1, atomicsem.MaxPermits].
+func NewConfig(rate float64, burst int64) (*Config, error) {
+	if err := checkRate(rate); err != nil {
+		return nil, err
+	}
+	if err := checkBurst(burst); err != nil {
+		return nil, err
+	}
+	return newConfig(ratioOf(rate), rate, burst, time.Now(), nil), nil
+}
+
+// MustConfig is like NewConfig but panics if the arguments are invalid. It
+// simplifies the initialisation of package-level configurations.
+func MustConfig(rate float64, burst int64) *Config {
+	c, err := NewConfig(rate, burst)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func newConfig(r ratio, rateF float64, burst int64, epoch time.Time, clock func() int64) *Config {
+	c := &Config{rate: r, rateF: rateF, burst: burst, epoch: epoch, clock: clock}
+	switch {
+	case r.inf:
+		c.rate = ratio{num: 1, den: 1, inf: true} // spans of zero, a fraction of none
+	case r.num == 0:
+		c.frozen = true
+		c.rate = ratio{num: 1, den: 1} // one credit a nanosecond, on a clock that stands still
+	}
+	c.one = c.rate.span(1)
+	c.full = c.rate.span(uint64(burst))
+	return c
+}
+
+// WithRate returns a configuration of the same burst and clock as c at
+// another rate, or ErrInvalidRate for a negative or NaN rate. A State kept
+// under c is carried to it with State.Rerate.
+func (c *Config) WithRate(rate float64) (*Config, error) {
+	if err := checkRate(rate); err != nil {
+		return nil, err
+	}
+	return newConfig(ratioOf(rate), rate, c.burst, c.epoch, c.clock), nil
+}
+
+// Rate returns the rate in credits per second, as given.
+func (c *Config) Rate() float64 { return c.rateF }
+
+// Burst returns the burst.
+func (c *Config) Burst() int64 { return c.burst }
+
+// Now returns the time on c's clock: nanoseconds from its origin, read from
+// the monotonic clock. The State methods take their now from it.
+func (c *Config) Now() int64 {
+	if c.clock != nil {
+		return c.clock() // it reads from origin (see NewWithClock)
+	}
+	return origin + int64(time.Since(c.epoch))
+}
+
+// at returns the moment that a State is looked at for, now on c's clock:
+// now itself, or frozenNow if c accrues nothing.
+func (c *Config) at(now int64) int64 {
+	if c.frozen {
+		return frozenNow
+	}
+	return now
+}
+
+// timeOf returns the wall-clock time of the moment t on c's clock.
+func (c *Config) timeOf(t int64) time.Time { return c.epoch.Add(time.Duration(t - origin)) }
+
+func checkRate(rate float64) error {
+	if rate < 0 || math.IsNaN(rate) {
+		return fmt.Errorf("%w: %v credits per second", ErrInvalidRate, rate)
+	}
+	return nil
+}
+
+func checkBurst(burst int64) error {
+	if burst < 1 || burst > atomicsem.MaxPermits {
+		return fmt.Errorf("%w: burst %d is outside [1, %d]", ErrInvalidBurst, burst, atomicsem.MaxPermits)
+	}
+	return nil
+}
+
+// lastConfig is the configuration New made last. New with the same rate
+// and burst shares it, so that a caller making many buckets of one rate
+// with New pays for the rate's exact representation once.
+var lastConfig atomic.Pointer[Config]
+
+// configFor returns a configuration for rate and burst, which must be
+// valid: the last one made if it matches, else a new one.
+func configFor(rate float64, burst int64) *Config {
+	if c := lastConfig.Load(); c != nil && c.burst == burst && c.rateF == rate && c.clock == nil {
+		return c
+	}
+	c := newConfig(ratioOf(rate), rate, burst, time.Now(), nil)
+	lastConfig.Store(c)
+	return c
+}
