@@ -24,11 +24,11 @@
 //
 // # Concurrency
 //
-// The table is split into shards, each a map under its own read-write
-// lock, chosen by the key's hash. A call on a key already present takes its
-// shard's read lock for a map lookup and one operation on the entry; only
-// inserting and dropping keys take a shard's write lock. No lock covers
-// the whole table.
+// The table is split into shards, each a map under its own mutex, chosen by
+// the key's hash. A call on a key already present takes its shard's lock
+// for a map lookup and one operation on the key's entry, with no
+// allocation; calls that wait let go of the lock while they wait. No lock
+// covers the whole table.
 package keyed
 
 import (

@@ -24,9 +24,10 @@ import (
 //
 // where q is the burst, w the seconds a bucket takes to fill from empty
 // (rounded up), r the credit left to the key, and t the seconds until its
-// bucket is full again (rounded up). A request whose key has no credit
-// left is answered 429 Too Many Requests with Retry-After, in seconds
-// rounded up, saying when a credit will have accrued; one whose key is new
+// bucket is full again (rounded up; left out at a rate of zero). A request
+// whose key has no credit left is answered 429 Too Many Requests with
+// Retry-After, in seconds rounded up, saying when a credit will have
+// accrued (left out at a rate of zero); one whose key is new
 // while l's table is full (ErrTooManyKeys) is answered 503 Service
 // Unavailable with a Retry-After of one second. WithRejection replaces
 // either answer; the fields are set before it runs.
@@ -139,13 +140,19 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d, err := m.l.Take(m.key(r), 1)
 	hdr := w.Header()
 	hdr.Set("RateLimit-Policy", m.policy)
-	hdr.Set("RateLimit", m.name+";r="+strconv.FormatInt(d.Balance, 10)+";t="+seconds(d.FullIn))
+	rl := m.name + ";r=" + strconv.FormatInt(d.Balance, 10)
+	if d.FullIn >= 0 {
+		rl += ";t=" + seconds(d.FullIn)
+	}
+	hdr.Set("RateLimit", rl)
 	switch {
 	case err != nil:
 		hdr.Set("Retry-After", "1")
 		m.refuse(w, r, err, http.StatusServiceUnavailable)
 	case !d.Spent:
-		hdr.Set("Retry-After", seconds(d.RetryIn))
+		if d.RetryIn >= 0 {
+			hdr.Set("Retry-After", seconds(d.RetryIn))
+		}
 		m.refuse(w, r, errLimited, http.StatusTooManyRequests)
 	default:
 		h.next.ServeHTTP(w, r)

@@ -3,8 +3,6 @@ package keyed
 import (
 	"context"
 	"fmt"
-	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
@@ -13,17 +11,21 @@ import (
 )
 
 // Limiter is a table of credit buckets, one per key, all of one rate and
-// burst: each key's credit accrues at the rate up to the burst, as in
-// credit.Bucket. Its methods are safe for concurrent use.
+// burst: each key's credit accrues at the rate up to the burst, with the
+// laws of credit.Bucket. Its methods are safe for concurrent use.
 //
-// A key's bucket is made full at the key's first use and dropped once it
-// is full again with nobody waiting on it and nothing reserved from it:
-// then it is indistinguishable from a new one.
+// A key holds one credit.State, a few words, in its shard's map: the
+// configuration (a credit.Config) is shared, and no timer or goroutine runs
+// per key. A key's bucket is made full at the key's first use and dropped
+// once it is full again with nobody waiting on it and nothing reserved
+// from it: then it is indistinguishable from a new one.
 //
 // TrySpend takes credit for good if the key's balance covers it now; Spend
-// waits for it, FIFO among the callers of the same key; TryAcquire and
-// Acquire reserve credit as a token.Token that can be given back. Take is
-// TrySpend with what an HTTP server needs to tell the client.
+// waits for it, FIFO among the spends and acquires of the same key, and
+// while any of them waits TrySpend does not take the key's credit ahead of
+// them. TryAcquire and Acquire reserve credit as a token.Token that can be
+// given back. Take is TrySpend with what an HTTP server tells its client.
+// Most callers want TrySpend (or Middleware).
 //
 // # Memory ordering
 //
@@ -33,23 +35,14 @@ import (
 //
 // A Limiter must be made with NewLimiter; the zero value is not usable.
 type Limiter struct {
-	t     table[limEntry]
-	rate  float64
-	burst int64
-}
-
-// limEntry is one key's bucket.
-type limEntry struct {
-	b *credit.Bucket
-	// waiting counts the Spend and Acquire calls on this entry that have
-	// left the shard lock to wait. The entry is not dropped while any
-	// waits.
-	waiting atomic.Int32
+	t   table[credit.State]
+	cfg *credit.Config
 }
 
 // NewLimiter returns a table whose keys each get a bucket of burst credits
-// accruing at rate credits per second. rate may be 0 (a key only spends its
-// first burst) or math.Inf(1) (no limit); WithMaxKeys sets the cap on keys.
+// accruing at rate credits per second, starting full. rate may be 0 (a key
+// only spends its first burst) or math.Inf(1) (no limit); WithMaxKeys sets
+// the cap on keys.
 //
 // NewLimiter returns credit.ErrInvalidRate (wrapped) for a negative or NaN
 // rate, credit.ErrInvalidBurst (wrapped) for a burst outside
@@ -59,12 +52,25 @@ func NewLimiter(rate float64, burst int64, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := credit.New(rate, burst); err != nil {
+	cfg, err := credit.NewConfig(rate, burst)
+	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{rate: rate, burst: burst}
+	l := &Limiter{cfg: cfg}
 	l.t.init(o.maxKeys, l.idle)
 	return l, nil
+}
+
+// MustNewLimiter is like NewLimiter but panics if the arguments are
+// invalid. It simplifies the initialisation of package-level limiters:
+//
+//	var perClient = keyed.MustNewLimiter(10, 100) // 10 requests a second, bursts of 100, per key
+func MustNewLimiter(rate float64, burst int64, opts ...Option) *Limiter {
+	l, err := NewLimiter(rate, burst, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return l
 }
 
 func (l *Limiter) valid() {
@@ -73,52 +79,42 @@ func (l *Limiter) valid() {
 	}
 }
 
-func (l *Limiter) newEntry() *limEntry {
-	return &limEntry{b: credit.MustNew(l.rate, l.burst)}
-}
+func newState() credit.State { return credit.State{} } // a full bucket
 
-// idle reports whether e is indistinguishable from a new entry. It
-// requires that e's shard is write-locked.
-func (l *Limiter) idle(e *limEntry) bool {
-	if e.waiting.Load() != 0 {
+// idle reports whether key's state st is indistinguishable from a new one:
+// full, nothing reserved, nobody waiting. It requires that s is locked.
+func (l *Limiter) idle(s *shard[credit.State], key string, st credit.State) bool {
+	if s.lines[key] != nil {
 		return false
 	}
-	st := e.b.Stats()
-	return st.Balance == l.burst && st.Waiters == 0
+	return st.Full(l.cfg, l.cfg.Now())
 }
 
-// checkRequest returns the error that credit returns for a request of n.
+// checkRequest returns the error for a request of n credits that no wait
+// could cover.
 func (l *Limiter) checkRequest(n int64) error {
 	switch {
 	case n < 0:
 		return fmt.Errorf("%w: keyed: a request for %d credits", atomicsem.ErrInvalidPermits, n)
-	case n > l.burst:
-		return fmt.Errorf("%w: keyed: %d credits exceed the burst of %d", atomicsem.ErrExceedsMax, n, l.burst)
+	case n > l.cfg.Burst():
+		return fmt.Errorf("%w: keyed: %d credits exceed the burst of %d", atomicsem.ErrExceedsMax, n, l.cfg.Burst())
 	}
 	return nil
 }
 
-// entry returns key's entry, made if absent. With wait set it counts the
-// entry as waited on, so that it is not dropped until the caller is done
-// with it.
-func (l *Limiter) entry(key string, wait bool) (*limEntry, error) {
+// lock locks key's shard and returns it with key's state, inserting a new
+// state if key is absent. On ErrTooManyKeys the shard is unlocked.
+func (l *Limiter) lock(key string) (*shard[credit.State], credit.State, error) {
 	sh := l.t.shardOf(key)
-	sh.mu.RLock()
-	if e := sh.m[key]; e != nil {
-		if wait {
-			e.waiting.Add(1)
-		}
-		sh.mu.RUnlock()
-		return e, nil
-	}
-	sh.mu.RUnlock()
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e, err := l.t.insert(sh, key, l.newEntry)
-	if err == nil && wait {
-		e.waiting.Add(1)
+	if st, ok := sh.m[key]; ok {
+		return sh, st, nil
 	}
-	return e, err
+	st, err := l.t.insert(sh, key, newState)
+	if err != nil {
+		sh.mu.Unlock()
+	}
+	return sh, st, err
 }
 
 // TrySpend takes n credits from key's bucket for good if its balance
@@ -126,32 +122,33 @@ func (l *Limiter) entry(key string, wait bool) (*limEntry, error) {
 // if n < 0 or n is more than the burst, if the balance is short, while a
 // Spend or Acquire of the key waits, and if key is new and the table is
 // full. TrySpend(key, 0) succeeds unless the table refuses key.
+//
+// On a key already present, TrySpend allocates nothing.
 func (l *Limiter) TrySpend(key string, n int64) bool {
 	l.valid()
-	if l.checkRequest(n) != nil {
+	if n < 0 || n > l.cfg.Burst() {
 		return false
 	}
-	sh := l.t.shardOf(key)
-	sh.mu.RLock()
-	if e := sh.m[key]; e != nil {
-		ok := e.b.TrySpend(n)
-		sh.mu.RUnlock()
-		return ok
+	sh, st, err := l.lock(key)
+	if err != nil {
+		return false
 	}
-	sh.mu.RUnlock()
-	return l.trySpendNew(sh, key, n)
-}
-
-func (l *Limiter) trySpendNew(sh *shard[limEntry], key string, n int64) bool {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e, err := l.t.insert(sh, key, l.newEntry)
-	return err == nil && e.b.TrySpend(n)
+	ok := false
+	if sh.lines == nil || sh.lines[key] == nil {
+		ok = st.TrySpend(l.cfg, l.cfg.Now(), n)
+		sh.m[key] = st
+	}
+	sh.mu.Unlock()
+	return ok
 }
 
 // Spend takes n credits from key's bucket for good, waiting until its
 // balance covers them, FIFO among the spends and acquires of the key.
-// It returns nil once the credits are spent, at once for n == 0. On
+// A waiter at the front of the line takes its credit at the moment it
+// accrued, however late it wakes, so that a stream of spends keeps the
+// rate.
+//
+// Spend returns nil once the credits are spent, at once for n == 0. On
 // failure it spends nothing and returns:
 //   - atomicsem.ErrInvalidPermits (wrapped) if n < 0;
 //   - atomicsem.ErrExceedsMax (wrapped) if n is more than the burst;
@@ -165,33 +162,34 @@ func (l *Limiter) Spend(ctx context.Context, key string, n int64) error {
 	if ctx == nil {
 		panic("keyed: Spend with a nil Context")
 	}
-	if err := l.checkRequest(n); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	e, err := l.entry(key, true)
-	if err != nil {
-		return err
-	}
-	defer e.waiting.Add(-1)
-	return e.b.Spend(ctx, n)
+	_, err := l.take(ctx, key, n, false)
+	return err
 }
 
 // TryAcquire reserves n credits of key's bucket without waiting and
 // returns a token for them: its Release gives them back, its Forget spends
-// them. It fails, returning the zero Token, in the cases TrySpend does.
+// them, and reserved credit counts against the burst until then. It fails,
+// returning the zero Token, in the cases TrySpend does. A reservation
+// allocates its token's owner.
 func (l *Limiter) TryAcquire(key string, n int64) (token.Token, bool) {
 	l.valid()
-	if l.checkRequest(n) != nil {
+	if n < 0 || n > l.cfg.Burst() {
 		return token.Token{}, false
 	}
-	e, err := l.entry(key, false)
+	sh, st, err := l.lock(key)
 	if err != nil {
 		return token.Token{}, false
 	}
-	return e.b.TryAcquire(n)
+	ok := false
+	if sh.lines == nil || sh.lines[key] == nil {
+		ok = st.TryReserve(l.cfg, l.cfg.Now(), n)
+		sh.m[key] = st
+	}
+	sh.mu.Unlock()
+	if !ok {
+		return token.Token{}, false
+	}
+	return token.New(&reservation{l: l, key: key}, n, 0), true
 }
 
 // Acquire reserves n credits of key's bucket, waiting as Spend does until
@@ -202,69 +200,103 @@ func (l *Limiter) Acquire(ctx context.Context, key string, n int64) (token.Token
 	if ctx == nil {
 		panic("keyed: Acquire with a nil Context")
 	}
-	if err := l.checkRequest(n); err != nil {
+	if _, err := l.take(ctx, key, n, true); err != nil {
 		return token.Token{}, err
+	}
+	return token.New(&reservation{l: l, key: key}, n, 0), nil
+}
+
+// take spends (or, with reserve, reserves) n credits of key, waiting in
+// the key's line if it must. It returns whether it waited.
+func (l *Limiter) take(ctx context.Context, key string, n int64, reserve bool) (bool, error) {
+	if err := l.checkRequest(n); err != nil {
+		return false, err
 	}
 	if err := ctx.Err(); err != nil {
-		return token.Token{}, err
+		return false, err
 	}
-	e, err := l.entry(key, true)
+	sh, st, err := l.lock(key)
 	if err != nil {
-		return token.Token{}, err
+		return false, err
 	}
-	defer e.waiting.Add(-1)
-	return e.b.Acquire(ctx, n)
+	now := l.cfg.Now()
+	if sh.lines == nil || sh.lines[key] == nil {
+		var ok bool
+		if reserve {
+			ok = st.TryReserve(l.cfg, now, n)
+		} else {
+			ok = st.TrySpend(l.cfg, now, n)
+		}
+		sh.m[key] = st
+		if ok {
+			sh.mu.Unlock()
+			return false, nil
+		}
+	}
+	w := join(sh, key, n, reserve, now)
+	sh.mu.Unlock()
+	return true, l.wait(ctx, sh, key, w)
 }
 
 // Decision is what Take did and what the key's bucket holds after it.
 type Decision struct {
-	Spent   bool          // the credits were taken
-	Balance int64         // the key's credit left
-	RetryIn time.Duration // when not Spent: how long until the balance covers the request, if nothing else is spent
-	FullIn  time.Duration // how long until the key's bucket is full
+	Spent   bool  // the credits were taken
+	Balance int64 // the key's credit left
+	// RetryIn is, when Spent is false, how long until accrual alone
+	// covers the request: -1 if it never does (at a rate of zero).
+	RetryIn time.Duration
+	// FullIn is how long until the key's balance is the burst less the
+	// credit reserved: -1 if it never is (at a rate of zero).
+	FullIn time.Duration
 }
 
 // Take is TrySpend that also says what the key's bucket holds afterwards
 // and when it will hold more, for a server to tell its client. It returns
 // ErrTooManyKeys, with the zero Decision, if key is new and the table is
-// full, and the errors of Spend for an invalid n.
+// full, and Spend's errors for an n that no wait could cover.
+//
+// On a key already present, Take allocates nothing.
 func (l *Limiter) Take(key string, n int64) (Decision, error) {
 	l.valid()
 	if err := l.checkRequest(n); err != nil {
 		return Decision{}, err
 	}
-	e, err := l.entry(key, true)
+	sh, st, err := l.lock(key)
 	if err != nil {
 		return Decision{}, err
 	}
-	defer e.waiting.Add(-1)
-	d := Decision{Spent: e.b.TrySpend(n)}
-	d.Balance = e.b.Stats().Balance
-	d.FullIn = l.timeFor(l.burst - d.Balance)
-	if !d.Spent {
-		d.RetryIn = l.timeFor(n - d.Balance)
+	now := l.cfg.Now()
+	var d Decision
+	if sh.lines == nil || sh.lines[key] == nil {
+		d.Spent = st.TrySpend(l.cfg, now, n)
+		sh.m[key] = st
 	}
+	d.Balance = st.Balance(l.cfg, now)
+	if !d.Spent {
+		d.RetryIn = l.waitFor(&st, now, n)
+	}
+	d.FullIn = l.waitFor(&st, now, l.cfg.Burst()-st.Reserved())
+	sh.mu.Unlock()
 	return d, nil
 }
 
-// timeFor returns how long c credits take to accrue, at most.
-func (l *Limiter) timeFor(c int64) time.Duration {
-	if c <= 0 || math.IsInf(l.rate, 1) {
-		return 0
+// waitFor returns how long from now until accrual raises st's balance to
+// n, or -1 if it never does.
+func (l *Limiter) waitFor(st *credit.State, now, n int64) time.Duration {
+	if d, ok := st.Wait(l.cfg, now, n); ok {
+		return d
 	}
-	if l.rate == 0 {
-		return math.MaxInt64
-	}
-	return time.Duration(math.Ceil(float64(c) / l.rate * 1e9))
+	return -1
 }
 
 // fillTime returns how long an empty bucket takes to fill, and false if it
-// never does or does at once.
+// never does (at a rate of zero) or does at once (at an infinite rate).
 func (l *Limiter) fillTime() (time.Duration, bool) {
-	if l.rate == 0 || math.IsInf(l.rate, 1) {
-		return 0, false
-	}
-	return l.timeFor(l.burst), true
+	var st credit.State
+	now := l.cfg.Now()
+	st.TrySpend(l.cfg, now, l.cfg.Burst())
+	d := l.waitFor(&st, now, l.cfg.Burst())
+	return d, d > 0
 }
 
 // Balance returns the credit key's bucket holds now, and reports whether
@@ -272,19 +304,17 @@ func (l *Limiter) fillTime() (time.Duration, bool) {
 func (l *Limiter) Balance(key string) (int64, bool) {
 	l.valid()
 	sh := l.t.shardOf(key)
-	sh.mu.RLock()
-	defer sh.mu.RUnlock()
-	if e := sh.m[key]; e != nil {
-		return e.b.Stats().Balance, true
-	}
-	return l.burst, false
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	st, ok := sh.m[key]
+	return st.Balance(l.cfg, l.cfg.Now()), ok
 }
 
 // Burst returns the burst of every key's bucket.
-func (l *Limiter) Burst() int64 { l.valid(); return l.burst }
+func (l *Limiter) Burst() int64 { l.valid(); return l.cfg.Burst() }
 
 // Rate returns the rate of every key's bucket, in credits per second.
-func (l *Limiter) Rate() float64 { l.valid(); return l.rate }
+func (l *Limiter) Rate() float64 { l.valid(); return l.cfg.Rate() }
 
 // Len returns the number of keys the table holds now.
 func (l *Limiter) Len() int { l.valid(); return l.t.len() }
@@ -295,14 +325,40 @@ func (l *Limiter) Len() int { l.valid(); return l.t.len() }
 // once.
 func (l *Limiter) Sweep() int { l.valid(); return l.t.sweep() }
 
-// MustNewLimiter is like NewLimiter but panics if the arguments are
-// invalid. It simplifies the initialisation of package-level limiters:
-//
-//	var perClient = keyed.MustNewLimiter(10, 100) // 10 requests a second, bursts of 100, per key
-func MustNewLimiter(rate float64, burst int64, opts ...Option) *Limiter {
-	l, err := NewLimiter(rate, burst, opts...)
-	if err != nil {
-		panic(err)
+// reservation is the owner of a token from TryAcquire or Acquire: it
+// settles the credit with the key's bucket. The key cannot have been
+// dropped meanwhile, as a bucket with credit reserved is not full.
+type reservation struct {
+	l   *Limiter
+	key string
+}
+
+func (r *reservation) ReturnPermits(n int64, _ uint32) { r.l.settle(r.key, n, true) }
+func (r *reservation) ForgetPermits(n int64, _ uint32) { r.l.settle(r.key, n, false) }
+func (r *reservation) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) {
+	return r, tag
+}
+
+// settle gives n reserved credits of key back (or, without back, spends
+// them), and wakes the front of the key's line, which may now fit.
+func (l *Limiter) settle(key string, n int64, back bool) {
+	if n == 0 {
+		return
 	}
-	return l
+	sh := l.t.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	st, ok := sh.m[key]
+	if !ok {
+		return // unreachable: see reservation
+	}
+	if back {
+		st.Release(l.cfg, l.cfg.Now(), n)
+	} else {
+		st.Forget(l.cfg, l.cfg.Now(), n)
+	}
+	sh.m[key] = st
+	if line := sh.lines[key]; line != nil {
+		line.head.poke()
+	}
 }

@@ -230,3 +230,48 @@ func TestLimiterDroppingChangesNoAnswer(t *testing.T) {
 		})
 	}
 }
+
+func TestLimiterReleaseWakesWaiterAndCancelledHeadHandsOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := keyed.NewLimiter(0, 3) // no accrual: only Release gives credit
+		require.NoError(t, err)
+		tok, ok := l.TryAcquire("k", 3)
+		require.True(t, ok)
+		ctx, cancel := context.WithCancel(t.Context())
+		first := make(chan error, 1)
+		go func() { first <- l.Spend(ctx, "k", 3) }()
+		synctest.Wait()
+		second := make(chan error, 1)
+		go func() { second <- l.Spend(context.Background(), "k", 2) }()
+		synctest.Wait()
+		d, err := l.Take("k", 1)
+		require.NoError(t, err)
+		require.Equal(t, keyed.Decision{RetryIn: -1}, d, "no accrual at rate 0, and all the burst not reserved is there")
+		cancel()
+		synctest.Wait()
+		require.ErrorIs(t, <-first, context.Canceled)
+		require.Empty(t, second, "the new front still waits for credit")
+		tok.Release()
+		synctest.Wait()
+		require.NoError(t, <-second, "a Release wakes the front")
+		bal, _ := l.Balance("k")
+		require.EqualValues(t, 1, bal)
+	})
+}
+
+// TestLimiterSpendStreamKeepsRate checks that a stream of Spend calls of
+// one key, each waiting for its credit, gets exactly rate·t credits in t.
+func TestLimiterSpendStreamKeepsRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := keyed.NewLimiter(7.3, 1)
+		require.NoError(t, err)
+		require.True(t, l.TrySpend("k", 1))
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second+time.Millisecond)
+		defer cancel()
+		spent := 0
+		for l.Spend(ctx, "k", 1) == nil {
+			spent++
+		}
+		require.Equal(t, 73, spent, "⌊7.3·10.001⌋ credits in 10.001 s")
+	})
+}

@@ -30,7 +30,7 @@ import (
 // A Semaphores must be made with NewSemaphores; the zero value is not
 // usable.
 type Semaphores struct {
-	t        table[semEntry]
+	t        table[*semEntry]
 	setMu    sync.Mutex   // serializes SetLimit
 	limit    atomic.Int64 // the shared limit
 	maxLimit int64
@@ -40,7 +40,8 @@ type Semaphores struct {
 type semEntry struct {
 	sem *atomicsem.Semaphore
 	// waiting counts the Acquire calls on this entry that have left the
-	// shard lock to wait. The entry is not dropped while any waits.
+	// shard lock to wait. The entry is not dropped while any waits. It is
+	// raised under the shard lock and lowered without it.
 	waiting atomic.Int32
 	// own is set while the key's limit was set by SetKeyLimit. Guarded by
 	// the shard's write lock.
@@ -100,15 +101,15 @@ func (s *Semaphores) checkRequest(n int64) error {
 }
 
 // newEntry makes a key's semaphore at the shared limit. It requires that
-// the key's shard is write-locked, so that a SetLimit that stored a new
+// the key's shard is locked, so that a SetLimit that stored a new
 // limit either sees the entry or is seen by it.
 func (s *Semaphores) newEntry() *semEntry {
 	return &semEntry{sem: atomicsem.MustNew(s.limit.Load(), s.maxLimit)}
 }
 
 // idle reports whether e is indistinguishable from a new entry. It
-// requires that e's shard is write-locked.
-func (s *Semaphores) idle(e *semEntry) bool {
+// requires that e's shard is locked.
+func (s *Semaphores) idle(_ *shard[*semEntry], _ string, e *semEntry) bool {
 	if e.own || e.waiting.Load() != 0 {
 		return false
 	}
@@ -129,18 +130,18 @@ func (s *Semaphores) TryAcquire(key string, n int64) (token.Token, bool) {
 		return token.Token{}, false
 	}
 	sh := s.t.shardOf(key)
-	sh.mu.RLock()
+	sh.mu.Lock()
 	if e := sh.m[key]; e != nil {
-		defer sh.mu.RUnlock()
+		defer sh.mu.Unlock()
 		return e.sem.TryAcquire(n)
 	}
-	sh.mu.RUnlock()
+	sh.mu.Unlock()
 	return s.tryAcquireNew(sh, key, n)
 }
 
 // tryAcquireNew is TryAcquire for a key that was absent, outlined so that
 // the path for a key present stays small.
-func (s *Semaphores) tryAcquireNew(sh *shard[semEntry], key string, n int64) (token.Token, bool) {
+func (s *Semaphores) tryAcquireNew(sh *shard[*semEntry], key string, n int64) (token.Token, bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e, err := s.t.insert(sh, key, s.newEntry)
@@ -184,24 +185,6 @@ func (s *Semaphores) Acquire(ctx context.Context, key string, n int64) (token.To
 // it is not dropped until wait is done with it.
 func (s *Semaphores) enter(key string) (*semEntry, error) {
 	sh := s.t.shardOf(key)
-	sh.mu.RLock()
-	if e := sh.m[key]; e != nil {
-		e.waiting.Add(1)
-		sh.mu.RUnlock()
-		return e, nil
-	}
-	sh.mu.RUnlock()
-	return s.insertWaiting(sh, key)
-}
-
-// wait acquires n permits of e, which enter counted as waited on.
-func (s *Semaphores) wait(ctx context.Context, e *semEntry, n int64) (token.Token, error) {
-	defer e.waiting.Add(-1)
-	return e.sem.Acquire(ctx, n)
-}
-
-// insertWaiting returns key's entry, made if absent, counted as waited on.
-func (s *Semaphores) insertWaiting(sh *shard[semEntry], key string) (*semEntry, error) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e, err := s.t.insert(sh, key, s.newEntry)
@@ -210,6 +193,12 @@ func (s *Semaphores) insertWaiting(sh *shard[semEntry], key string) (*semEntry, 
 	}
 	e.waiting.Add(1)
 	return e, nil
+}
+
+// wait acquires n permits of e, which enter counted as waited on.
+func (s *Semaphores) wait(ctx context.Context, e *semEntry, n int64) (token.Token, error) {
+	defer e.waiting.Add(-1)
+	return e.sem.Acquire(ctx, n)
 }
 
 // SetLimit sets the shared limit, the limit of every key but those whose
@@ -293,8 +282,8 @@ func (s *Semaphores) ResetKeyLimit(key string) {
 func (s *Semaphores) KeyStats(key string) (atomicsem.Stats, bool) {
 	s.valid()
 	sh := s.t.shardOf(key)
-	sh.mu.RLock()
-	defer sh.mu.RUnlock()
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	if e := sh.m[key]; e != nil {
 		return e.sem.Stats(), true
 	}

@@ -57,7 +57,7 @@ type heldToken struct {
 func TestSemaphoresDroppingChangesNoAnswer(t *testing.T) {
 	const maxKeys = 6
 	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
-	for seed := range uint64(60) {
+	for seed := range uint64(30) {
 		r := rand.New(rand.NewPCG(seed, 48))
 		s, err := keyed.NewSemaphores(2, keyed.WithMaxLimit(4), keyed.WithMaxKeys(maxKeys))
 		require.NoError(t, err)

@@ -16,73 +16,77 @@ const numShards = 256
 // incremental collector keeps up with allocation.
 const sampleOnInsert = 2
 
-// sampleAtCap is how many entries of its shard an insert that finds the
-// table full looks at before it refuses the key. It bounds the work a flood
-// of new keys can cause per refused key.
+// sampleAtCap is how many entries an insert that finds the table full
+// looks at before it refuses the key. It bounds the work a flood of new
+// keys can cause per refused key.
 const sampleAtCap = 64
 
-// table maps keys to entries of type E, in shards. Entries are made by the
+// table maps keys to values of type V, in shards. Values are made by the
 // caller and dropped by the table when idle reports that they are
 // indistinguishable from new ones.
 //
-// Every operation on an entry is made under its shard's lock: a read lock
-// for operations that do not wait, the write lock to insert or drop. So an
-// entry is never dropped in the middle of an operation on it; an operation
-// that must wait records that it waits in the entry before it lets go of
-// the read lock, and idle then reports false until it is done.
-type table[E any] struct {
-	shards [numShards]shard[E]
+// Every operation on a key's value is made under its shard's lock, so a
+// value is never dropped in the middle of an operation on it. An operation
+// that must wait records that it waits, in the value or in the shard's
+// lines, before it lets go of the lock, and idle then reports false until
+// it is done.
+type table[V any] struct {
+	shards [numShards]shard[V]
 	seed   maphash.Seed
 	max    int64
-	count  atomic.Int64  // entries in all shards; at most max
+	count  atomic.Int64  // keys in all shards; at most max
 	cursor atomic.Uint32 // the shard after which dropElsewhere starts
-	// idle reports whether an entry can be dropped without changing an
-	// answer. It is called with the entry's shard write-locked.
-	idle func(*E) bool
+	// idle reports whether key's value v can be dropped without changing
+	// an answer. It is called with key's shard s locked.
+	idle func(s *shard[V], key string, v V) bool
 }
 
-type shard[E any] struct {
-	mu sync.RWMutex
-	m  map[string]*E // guarded by mu
+type shard[V any] struct {
+	mu sync.Mutex
+	m  map[string]V // guarded by mu
+	// lines holds the keys that callers wait on, for a table whose values
+	// do not record it themselves (Limiter's). Guarded by mu.
+	lines map[string]*waitLine
 }
 
-func (t *table[E]) init(max int64, idle func(*E) bool) {
+func (t *table[V]) init(max int64, idle func(*shard[V], string, V) bool) {
 	t.seed = maphash.MakeSeed()
 	t.max = max
 	t.idle = idle
 }
 
 // shardOf returns the shard that holds key.
-func (t *table[E]) shardOf(key string) *shard[E] {
+func (t *table[V]) shardOf(key string) *shard[V] {
 	return &t.shards[maphash.String(t.seed, key)%numShards]
 }
 
-// insert returns key's entry, making it with mk if it is absent. It
-// requires that s, key's shard, is write-locked. It returns ErrTooManyKeys,
-// changing nothing but the entries it dropped, if the table is full and
-// none of the entries it looked at could be dropped.
-func (t *table[E]) insert(s *shard[E], key string, mk func() *E) (*E, error) {
-	if e, ok := s.m[key]; ok {
-		return e, nil
+// insert returns key's value, made with mk if key is absent. It requires
+// that s, key's shard, is locked. It returns ErrTooManyKeys, changing
+// nothing but the keys it dropped, if the table is full and none of the
+// keys it looked at could be dropped.
+func (t *table[V]) insert(s *shard[V], key string, mk func() V) (V, error) {
+	if v, ok := s.m[key]; ok {
+		return v, nil
 	}
 	t.drop(s, sampleOnInsert)
 	if !t.reserve() {
 		// The table is full: look harder, in this shard and then in
 		// others, and refuse the key if that frees nothing.
 		if t.drop(s, sampleAtCap) == 0 && t.dropElsewhere(s) == 0 || !t.reserve() {
-			return nil, ErrTooManyKeys
+			var zero V
+			return zero, ErrTooManyKeys
 		}
 	}
 	if s.m == nil {
-		s.m = make(map[string]*E)
+		s.m = make(map[string]V)
 	}
-	e := mk()
-	s.m[key] = e
-	return e, nil
+	v := mk()
+	s.m[key] = v
+	return v, nil
 }
 
-// reserve counts one more entry and reports whether the cap allowed it.
-func (t *table[E]) reserve() bool {
+// reserve counts one more key and reports whether the cap allowed it.
+func (t *table[V]) reserve() bool {
 	for {
 		c := t.count.Load()
 		if c >= t.max {
@@ -94,17 +98,18 @@ func (t *table[E]) reserve() bool {
 	}
 }
 
-// drop looks at up to budget entries of s, from a random place in its map,
-// drops those that idle reports indistinguishable from new, and returns
-// how many it dropped. It requires that s is write-locked.
-func (t *table[E]) drop(s *shard[E], budget int) int {
+// drop looks at up to budget keys of s (all of them if budget < 0), from a
+// random place in its map, drops those that idle reports
+// indistinguishable from new, and returns how many it dropped. It requires
+// that s is locked.
+func (t *table[V]) drop(s *shard[V], budget int) int {
 	dropped := 0
-	for k, e := range s.m {
+	for k, v := range s.m {
 		if budget == 0 {
 			break
 		}
 		budget--
-		if t.idle(e) {
+		if t.idle(s, k, v) {
 			delete(s.m, k)
 			dropped++
 		}
@@ -113,13 +118,14 @@ func (t *table[E]) drop(s *shard[E], budget int) int {
 	return dropped
 }
 
-// dropElsewhere looks at up to sampleAtCap entries in the shards after the
-// cursor, skipping own (which the caller holds) and any shard whose lock is
-// taken, drops those idle reports indistinguishable from new, and returns
-// how many it dropped. It takes other shards' locks only with TryLock, so
-// two inserts that hold their own shards never wait for each other; the
-// cursor moves on, so that successive calls look at different shards.
-func (t *table[E]) dropElsewhere(own *shard[E]) int {
+// dropElsewhere looks at up to sampleAtCap keys in the shards after the
+// cursor, skipping own (which the caller holds) and any shard whose lock
+// is taken, drops those idle reports indistinguishable from new, and
+// returns how many it dropped. It takes other shards' locks only with
+// TryLock, so two inserts that hold their own shards never wait for each
+// other; the cursor moves on, so that successive calls look at different
+// shards.
+func (t *table[V]) dropElsewhere(own *shard[V]) int {
 	dropped, budget := 0, sampleAtCap
 	start := t.cursor.Add(1)
 	for i := range uint32(numShards) {
@@ -137,10 +143,9 @@ func (t *table[E]) dropElsewhere(own *shard[E]) int {
 	return dropped
 }
 
-// sweep drops every entry of the table that idle reports
-// indistinguishable from new, one shard at a time, and returns how many it
-// dropped.
-func (t *table[E]) sweep() int {
+// sweep drops every key of the table that idle reports indistinguishable
+// from new, one shard at a time, and returns how many it dropped.
+func (t *table[V]) sweep() int {
 	dropped := 0
 	for i := range t.shards {
 		s := &t.shards[i]
@@ -151,18 +156,18 @@ func (t *table[E]) sweep() int {
 	return dropped
 }
 
-// each calls f on every entry, one shard at a time with the shard
-// write-locked.
-func (t *table[E]) each(f func(key string, e *E)) {
+// each calls f on every key's value, one shard at a time with the shard
+// locked.
+func (t *table[V]) each(f func(key string, v V)) {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		for k, e := range s.m {
-			f(k, e)
+		for k, v := range s.m {
+			f(k, v)
 		}
 		s.mu.Unlock()
 	}
 }
 
 // len returns the number of keys held.
-func (t *table[E]) len() int { return int(t.count.Load()) }
+func (t *table[V]) len() int { return int(t.count.Load()) }
