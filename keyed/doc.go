@@ -9,15 +9,17 @@
 // semaphore nothing holds and nobody waits on, at the shared limit) may be
 // dropped at any time, because dropping it changes no answer: the next use
 // of its key makes a new entry in the same state. No goroutine or timer
-// runs per key; entries are dropped by the calls that insert new keys, a
-// few at a time, and by Sweep.
+// runs per key. Entries are dropped by a call that inserts a new key into
+// a full table, as many as it finds among the few it looks at, and by
+// Sweep, which a program that wants the memory of idle keys back below
+// the cap calls from a ticker of its own.
 //
 // # The cap on keys
 //
 // A table holds at most its cap of keys (WithMaxKeys; DefaultMaxKeys
 // otherwise). A new key that finds the table full first drops entries
-// indistinguishable from new ones; if there are none in reach, the new key
-// is refused: the blocking calls return ErrTooManyKeys, and the
+// indistinguishable from new ones, looking at up to 64 in its own shard
+// and as many again in others; if it finds none, the new key is refused: the blocking calls return ErrTooManyKeys, and the
 // non-blocking ones report false. A key in the middle of its limit is never
 // dropped, so the cap never resets anyone's limit: under a flood of new keys
 // the keys already limited keep their limits, and the flood is refused.

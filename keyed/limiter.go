@@ -14,9 +14,9 @@ import (
 // burst: each key's credit accrues at the rate up to the burst, with the
 // laws of credit.Bucket. Its methods are safe for concurrent use.
 //
-// A key holds one credit.State, a few words, in its shard's map: the
-// configuration (a credit.Config) is shared, and no timer or goroutine runs
-// per key. A key's bucket is made full at the key's first use and dropped
+// A key holds one credit.State, a few words, pointed to from its shard's
+// map: the configuration (a credit.Config) is shared, and no timer or
+// goroutine runs per key. A key's bucket is made full at the key's first use and dropped
 // once it is full again with nobody waiting on it and nothing reserved
 // from it: then it is indistinguishable from a new one.
 //
@@ -35,7 +35,7 @@ import (
 //
 // A Limiter must be made with NewLimiter; the zero value is not usable.
 type Limiter struct {
-	t   table[credit.State]
+	t   table[*credit.State]
 	cfg *credit.Config
 }
 
@@ -79,11 +79,11 @@ func (l *Limiter) valid() {
 	}
 }
 
-func newState() credit.State { return credit.State{} } // a full bucket
+func newState() *credit.State { return new(credit.State) } // a full bucket
 
 // idle reports whether key's state st is indistinguishable from a new one:
 // full, nothing reserved, nobody waiting. It requires that s is locked.
-func (l *Limiter) idle(s *shard[credit.State], key string, st credit.State) bool {
+func (l *Limiter) idle(s *shard[*credit.State], key string, st *credit.State) bool {
 	if s.lines[key] != nil {
 		return false
 	}
@@ -104,7 +104,7 @@ func (l *Limiter) checkRequest(n int64) error {
 
 // lock locks key's shard and returns it with key's state, inserting a new
 // state if key is absent. On ErrTooManyKeys the shard is unlocked.
-func (l *Limiter) lock(key string) (*shard[credit.State], credit.State, error) {
+func (l *Limiter) lock(key string) (*shard[*credit.State], *credit.State, error) {
 	sh := l.t.shardOf(key)
 	sh.mu.Lock()
 	if st, ok := sh.m[key]; ok {
@@ -136,7 +136,6 @@ func (l *Limiter) TrySpend(key string, n int64) bool {
 	ok := false
 	if sh.lines == nil || sh.lines[key] == nil {
 		ok = st.TrySpend(l.cfg, l.cfg.Now(), n)
-		sh.m[key] = st
 	}
 	sh.mu.Unlock()
 	return ok
@@ -183,7 +182,6 @@ func (l *Limiter) TryAcquire(key string, n int64) (token.Token, bool) {
 	ok := false
 	if sh.lines == nil || sh.lines[key] == nil {
 		ok = st.TryReserve(l.cfg, l.cfg.Now(), n)
-		sh.m[key] = st
 	}
 	sh.mu.Unlock()
 	if !ok {
@@ -227,7 +225,6 @@ func (l *Limiter) take(ctx context.Context, key string, n int64, reserve bool) (
 		} else {
 			ok = st.TrySpend(l.cfg, now, n)
 		}
-		sh.m[key] = st
 		if ok {
 			sh.mu.Unlock()
 			return false, nil
@@ -269,13 +266,12 @@ func (l *Limiter) Take(key string, n int64) (Decision, error) {
 	var d Decision
 	if sh.lines == nil || sh.lines[key] == nil {
 		d.Spent = st.TrySpend(l.cfg, now, n)
-		sh.m[key] = st
 	}
 	d.Balance = st.Balance(l.cfg, now)
 	if !d.Spent {
-		d.RetryIn = l.waitFor(&st, now, n)
+		d.RetryIn = l.waitFor(st, now, n)
 	}
-	d.FullIn = l.waitFor(&st, now, l.cfg.Burst()-st.Reserved())
+	d.FullIn = l.waitFor(st, now, l.cfg.Burst()-st.Reserved())
 	sh.mu.Unlock()
 	return d, nil
 }
@@ -306,8 +302,10 @@ func (l *Limiter) Balance(key string) (int64, bool) {
 	sh := l.t.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	st, ok := sh.m[key]
-	return st.Balance(l.cfg, l.cfg.Now()), ok
+	if st, ok := sh.m[key]; ok {
+		return st.Balance(l.cfg, l.cfg.Now()), true
+	}
+	return l.cfg.Burst(), false
 }
 
 // Burst returns the burst of every key's bucket.
@@ -320,8 +318,8 @@ func (l *Limiter) Rate() float64 { l.valid(); return l.cfg.Rate() }
 func (l *Limiter) Len() int { l.valid(); return l.t.len() }
 
 // Sweep drops every key whose bucket is indistinguishable from a new one,
-// and returns how many it dropped. The table drops such keys on its own as
-// it inserts new ones; Sweep is for a caller that wants the memory back at
+// and returns how many it dropped. The table drops such keys on its own
+// only when it is full; Sweep is for a caller that wants the memory back at
 // once.
 func (l *Limiter) Sweep() int { l.valid(); return l.t.sweep() }
 
@@ -357,7 +355,6 @@ func (l *Limiter) settle(key string, n int64, back bool) {
 	} else {
 		st.Forget(l.cfg, l.cfg.Now(), n)
 	}
-	sh.m[key] = st
 	if line := sh.lines[key]; line != nil {
 		line.head.poke()
 	}

@@ -168,7 +168,7 @@ func TestLimiterBadInput(t *testing.T) {
 // TestLimiterDroppingChangesNoAnswer drives a Limiter with a small cap and
 // an unbounded map of credit.Bucket with the same random operations at the
 // same fake times, and compares every answer and every key's balance. The
-// Limiter drops keys as it inserts and on Sweep; the map never does. A new
+// Limiter drops keys when full and on Sweep; the map never does. A new
 // key the Limiter refuses must find it full of keys whose buckets are not
 // full.
 func TestLimiterDroppingChangesNoAnswer(t *testing.T) {

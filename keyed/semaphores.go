@@ -299,7 +299,7 @@ func (s *Semaphores) Len() int {
 
 // Sweep drops every key whose semaphore is indistinguishable from a new
 // one, and returns how many it dropped. The table drops such keys on its
-// own as it inserts new ones; Sweep is for a caller that wants the memory
+// own only when it is full; Sweep is for a caller that wants the memory
 // back at once, such as after a burst of one-off keys.
 func (s *Semaphores) Sweep() int {
 	s.valid()

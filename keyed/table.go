@@ -10,15 +10,13 @@ import (
 // enough that two cores rarely want the same shard's lock at once.
 const numShards = 256
 
-// sampleOnInsert is how many entries an insert looks at, to drop those
-// indistinguishable from new ones. Looking at a few on every insert keeps
-// the table near the set of keys in use without a goroutine, as an
-// incremental collector keeps up with allocation.
-const sampleOnInsert = 2
-
 // sampleAtCap is how many entries an insert that finds the table full
-// looks at before it refuses the key. It bounds the work a flood of new
-// keys can cause per refused key.
+// looks at, first in its own shard and then in others, to drop those
+// indistinguishable from new ones before it refuses the key. The table
+// drops nothing below its cap, since an entry dropped and made again costs
+// more than one kept; at the cap it drops as many as it finds among these,
+// so that the inserts after it find room at once. The number bounds the
+// work a flood of new keys can cause per refused key.
 const sampleAtCap = 64
 
 // table maps keys to values of type V, in shards. Values are made by the
@@ -68,7 +66,6 @@ func (t *table[V]) insert(s *shard[V], key string, mk func() V) (V, error) {
 	if v, ok := s.m[key]; ok {
 		return v, nil
 	}
-	t.drop(s, sampleOnInsert)
 	if !t.reserve() {
 		// The table is full: look harder, in this shard and then in
 		// others, and refuse the key if that frees nothing.

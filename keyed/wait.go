@@ -40,7 +40,7 @@ func (w *waiter) poke() {
 
 // join puts a waiter for n credits at the end of key's line. It requires
 // that sh is locked.
-func join(sh *shard[credit.State], key string, n int64, reserve bool, now int64) *waiter {
+func join(sh *shard[*credit.State], key string, n int64, reserve bool, now int64) *waiter {
 	w := &waiter{n: n, reserve: reserve, since: now, wake: make(chan struct{}, 1)}
 	if sh.lines == nil {
 		sh.lines = make(map[string]*waitLine)
@@ -58,7 +58,7 @@ func join(sh *shard[credit.State], key string, n int64, reserve bool, now int64)
 
 // leave takes w out of key's line and, if it was at the front, makes the
 // next waiter the front from now. It requires that sh is locked.
-func leave(sh *shard[credit.State], key string, w *waiter, now int64) {
+func leave(sh *shard[*credit.State], key string, w *waiter, now int64) {
 	line := sh.lines[key]
 	if w.prev != nil {
 		w.prev.next = w.next
@@ -80,7 +80,7 @@ func leave(sh *shard[credit.State], key string, w *waiter, now int64) {
 }
 
 // wait waits in key's line until w takes its credit, or ctx is done.
-func (l *Limiter) wait(ctx context.Context, sh *shard[credit.State], key string, w *waiter) error {
+func (l *Limiter) wait(ctx context.Context, sh *shard[*credit.State], key string, w *waiter) error {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -102,7 +102,6 @@ func (l *Limiter) wait(ctx context.Context, sh *shard[credit.State], key string,
 				ok = st.TrySpendSince(l.cfg, w.since, now, w.n)
 			}
 			if ok {
-				sh.m[key] = st
 				leave(sh, key, w, now)
 				sh.mu.Unlock()
 				return nil
