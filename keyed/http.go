@@ -140,11 +140,13 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d, err := m.l.Take(m.key(r), 1)
 	hdr := w.Header()
 	hdr.Set("RateLimit-Policy", m.policy)
-	rl := m.name + ";r=" + strconv.FormatInt(d.Balance, 10)
+	var buf [64]byte
+	rl := append(append(buf[:0], m.name...), ";r="...)
+	rl = strconv.AppendInt(rl, d.Balance, 10)
 	if d.FullIn >= 0 {
-		rl += ";t=" + seconds(d.FullIn)
+		rl = appendSeconds(append(rl, ";t="...), d.FullIn)
 	}
-	hdr.Set("RateLimit", rl)
+	hdr.Set("RateLimit", string(rl))
 	switch {
 	case err != nil:
 		hdr.Set("Retry-After", "1")
@@ -205,6 +207,14 @@ func (m *middleware) clientKey(r *http.Request) string {
 		}
 	}
 	if a, ok := parseAddr(r.RemoteAddr); ok {
+		if a.Is4() {
+			if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil && host != "" && host[0] != '[' && !strings.Contains(host, ":") {
+				// An IPv4 address that parsed as one is written in its
+				// one canonical form (netip rejects leading zeros), so
+				// the key can be the text itself, with no allocation.
+				return host
+			}
+		}
 		return m.keyOf(a)
 	}
 	return r.RemoteAddr
@@ -236,10 +246,16 @@ func parseAddr(s string) (netip.Addr, bool) {
 
 // seconds formats d as whole seconds, rounded up.
 func seconds(d time.Duration) string {
+	var buf [24]byte
+	return string(appendSeconds(buf[:0], d))
+}
+
+// appendSeconds appends d as whole seconds, rounded up, to b.
+func appendSeconds(b []byte, d time.Duration) []byte {
 	if d <= 0 {
-		return "0"
+		return append(b, '0')
 	}
-	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
+	return strconv.AppendInt(b, int64((d+time.Second-1)/time.Second), 10)
 }
 
 // sfString returns s as a structured-field string (RFC 9651): quoted, with

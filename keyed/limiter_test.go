@@ -275,3 +275,47 @@ func TestLimiterSpendStreamKeepsRate(t *testing.T) {
 		require.Equal(t, 73, spent, "⌊7.3·10.001⌋ credits in 10.001 s")
 	})
 }
+
+func TestLimiterTrySpendDoesNotOvertakeALargerWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := keyed.NewLimiter(1, 2)
+		require.NoError(t, err)
+		require.True(t, l.TrySpend("k", 2))
+		done := make(chan error, 1)
+		go func() { done <- l.Spend(context.Background(), "k", 2) }()
+		synctest.Wait()
+		time.Sleep(time.Second)
+		bal, _ := l.Balance("k")
+		require.EqualValues(t, 1, bal)
+		require.False(t, l.TrySpend("k", 1), "the credit is the waiter's")
+		_, ok := l.TryAcquire("k", 1)
+		require.False(t, ok, "the credit is the waiter's")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.NoError(t, <-done)
+	})
+}
+
+// TestLimiterKeyWithALineIsNotDropped gives a waiting Spend its credit back
+// and sweeps at once, before the waiter has woken to take it: the bucket
+// is full then, but the key has a line, so it must stay.
+func TestLimiterKeyWithALineIsNotDropped(t *testing.T) {
+	for range 50 {
+		synctest.Test(t, func(t *testing.T) {
+			l, err := keyed.NewLimiter(0, 2)
+			require.NoError(t, err)
+			tok, ok := l.TryAcquire("k", 2)
+			require.True(t, ok)
+			done := make(chan error, 1)
+			go func() { done <- l.Spend(context.Background(), "k", 2) }()
+			synctest.Wait()
+			tok.Release()
+			l.Sweep()
+			synctest.Wait()
+			require.NoError(t, <-done)
+			bal, present := l.Balance("k")
+			require.True(t, present, "a bucket spent from at rate 0 is not new")
+			require.Zero(t, bal)
+		})
+	}
+}
