@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -29,15 +30,28 @@ import (
 // the least any of them could do.
 
 const (
-	keyedRate   = 10
-	keyedBurst  = 10
+	keyedRate  = 10
+	keyedBurst = 10
+	heapRate   = 0.001 // the rate of BenchmarkKeyedHeap
+)
+
+// The sizes of the workloads. With KEYED_BENCH_SMALL set (CI's run-once
+// check does) they shrink a hundredfold, so that a check that every
+// benchmark still runs takes seconds.
+var (
 	keyedKeys   = 1_000_000  // distinct keys of the workloads
 	keyedSeqLen = 1 << 22    // requests in the pre-generated sequence
 	attackKeys  = 10_000_000 // distinct keys of the attack
-	heapRate    = 0.001      // the rate of BenchmarkKeyedHeap
 	attackCap   = 100_000    // the cap the attack runs against
 	attackEvery = 1_000_000  // the attack measures the live heap this often
 )
+
+func init() {
+	if os.Getenv("KEYED_BENCH_SMALL") != "" {
+		keyedKeys, keyedSeqLen = 10_000, 1<<16
+		attackKeys, attackCap, attackEvery = 100_000, 1_000, 10_000
+	}
+}
 
 // perKey is what each implementation offers the per-key benchmarks.
 type perKey interface {
@@ -168,7 +182,7 @@ func keyedWorkloads() map[string]*keyedWorkload {
 		// Zipf ranks name keys in a random order, so that the hot keys are
 		// not the first ones generated.
 		perm := r.Perm(keyedKeys)
-		zipf := rand.NewZipf(r, 1.1, 1, keyedKeys-1)
+		zipf := rand.NewZipf(r, 1.1, 1, uint64(keyedKeys-1))
 		uniform := &keyedWorkload{keys: keys, seq: make([]int32, keyedSeqLen)}
 		zipfian := &keyedWorkload{keys: keys, seq: make([]int32, keyedSeqLen)}
 		for i := range keyedSeqLen {
@@ -213,7 +227,7 @@ func BenchmarkKeyedRequest(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				b.RunParallel(func(pb *testing.PB) {
-					i := int(start.Add(keyedSeqLen / 7))
+					i := int(start.Add(int64(keyedSeqLen / 7)))
 					seq, keys := w[wl].seq, w[wl].keys
 					for pb.Next() {
 						p.allow(keys[seq[i%keyedSeqLen]])
@@ -265,7 +279,7 @@ func BenchmarkKeyedHeap(b *testing.B) {
 				for _, k := range keys {
 					p.allow(k)
 				}
-				perKey = float64(liveHeap()-before) / keyedKeys
+				perKey = float64(liveHeap()-before) / float64(keyedKeys)
 				runtime.KeepAlive(p)
 				p.close()
 			}
@@ -307,8 +321,8 @@ func BenchmarkKeyedAttack(b *testing.B) {
 				p.close()
 			}
 			b.ReportMetric(float64(peak), "peak-B")
-			b.ReportMetric(float64(peak)/attackCap, "peak-B/capkey")
-			b.ReportMetric(float64(refused)/attackKeys, "refused/key")
+			b.ReportMetric(float64(peak)/float64(attackCap), "peak-B/capkey")
+			b.ReportMetric(float64(refused)/float64(attackKeys), "refused/key")
 		})
 	}
 }
