@@ -111,8 +111,7 @@ func WithPolicyName(name string) HTTPOption {
 
 // WithRejection makes Middleware answer refused requests with reject
 // instead of 429 or 503. The rate-limit fields and Retry-After are set
-// before it runs; reject may tell the two cases apart with
-// errors.Is(Rejected(r), ErrTooManyKeys).
+// before it runs; reject tells the two cases apart with Rejected(r).
 func WithRejection(reject http.Handler) HTTPOption {
 	if reject == nil {
 		panic("keyed: WithRejection(nil)")
@@ -155,21 +154,21 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if d.RetryIn >= 0 {
 			hdr.Set("Retry-After", seconds(d.RetryIn))
 		}
-		m.refuse(w, r, errLimited, http.StatusTooManyRequests)
+		m.refuse(w, r, ErrLimited, http.StatusTooManyRequests)
 	default:
 		h.next.ServeHTTP(w, r)
 	}
 }
 
-// errLimited is what Rejected reports for a request refused for want of
-// credit.
-var errLimited = errors.New("keyed: rate limited")
+// ErrLimited is what Rejected reports for a request that Middleware refused
+// because its key had no credit left.
+var ErrLimited = errors.New("keyed: rate limited")
 
 type rejectedKey struct{}
 
 // Rejected returns, inside a handler given to WithRejection, why
-// Middleware refused r: ErrTooManyKeys, or an error for a key without
-// credit. It returns nil for a request Middleware did not refuse.
+// Middleware refused r: ErrLimited or ErrTooManyKeys. It returns nil for a
+// request Middleware did not refuse.
 func Rejected(r *http.Request) error {
 	err, _ := r.Context().Value(rejectedKey{}).(error)
 	return err

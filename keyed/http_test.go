@@ -105,7 +105,7 @@ func TestMiddlewareTooManyKeysAndRejection(t *testing.T) {
 	require.Equal(t, http.StatusTeapot, serve(h, "192.0.2.9:1", "Tenant", "t1").Code)
 	require.Equal(t, http.StatusTeapot, serve(h, "192.0.2.1:1", "Tenant", "other").Code)
 	require.Len(t, why, 2)
-	require.NotErrorIs(t, why[0], keyed.ErrTooManyKeys)
+	require.ErrorIs(t, why[0], keyed.ErrLimited)
 	require.ErrorIs(t, why[1], keyed.ErrTooManyKeys)
 }
 
