@@ -117,7 +117,7 @@ tables() {
 		echo "### A live limit: Throttle"
 		"${BENCHSTAT[@]}" -filter '.name:Throttle' "$raw"
 		;;
-	credit) "${BENCHSTAT[@]}" -col '/impl@(credit xrate juju uber floor floorclock)' "$raw" ;;
+	credit) "${BENCHSTAT[@]}" -col '/impl@(xrate credit credit-config credit-state juju uber floor floorclock clock)' "$raw" ;;
 	group) "${BENCHSTAT[@]}" -col '/impl@(errgroup group group-go conc chanwg)' "$raw" ;;
 	adaptive)
 		"${BENCHSTAT[@]}" -col '/impl@(failsafe adaptive-aimd adaptive-vegas adaptive-gradient2 failsafe-100ms gcl-gradient2 gcl-gradient2-100ms gcl-vegas gcl-vegas-100ms)' "$raw"
@@ -190,7 +190,10 @@ for g in "${groups[@]}"; do
 		continue
 	fi
 	run+=("$g")
-	header "$g" >"$RESULTS/$g.txt"
+	# The header is taken before the redirection truncates the results
+	# file, so that git describe sees the tree as it was committed.
+	hdr=$(header "$g")
+	echo "$hdr" >"$RESULTS/$g.txt"
 done
 
 for i in $(seq "$COUNT"); do

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/token"
@@ -72,9 +73,12 @@ var (
 // A Bucket must be made with New, MustNew or Config.New; the zero value is
 // not usable.
 type Bucket struct {
-	mu  sync.Mutex
-	cfg *Config // the rate and burst; replaced by SetRate; guarded by mu
-	st  State   // guarded by mu
+	mu sync.Mutex
+	// cfg is the rate and burst, replaced by SetRate under mu. Every
+	// Config it holds has the same clock, so that a spend may read the
+	// clock before it takes mu, and hold mu for less.
+	cfg atomic.Pointer[Config]
+	st  State // guarded by mu
 	// head and tail are the line of Spend and Acquire calls waiting, in
 	// arrival order; head is the one that watches the accrual. Guarded by
 	// mu.
@@ -133,9 +137,7 @@ func MustNew(rate float64, burst int64, opts ...Option) *Bucket {
 // outside [0, burst]. It panics if an option is nil. The bucket shares c;
 // its SetRate changes its own rate only.
 func (c *Config) New(opts ...Option) (*Bucket, error) {
-	if c == nil {
-		panic("credit: Config.New on a nil *Config")
-	}
+	c.check("Config.New")
 	o := options{initial: c.burst}
 	for _, opt := range opts {
 		if opt == nil {
@@ -146,7 +148,8 @@ func (c *Config) New(opts ...Option) (*Bucket, error) {
 	if o.initial < 0 || o.initial > c.burst {
 		return nil, fmt.Errorf("%w: %d is outside [0, %d]", ErrInvalidInitial, o.initial, c.burst)
 	}
-	b := &Bucket{cfg: c}
+	b := &Bucket{}
+	b.cfg.Store(c)
 	if o.initial != c.burst {
 		b.st = newState(c, c.Now(), o.initial)
 	}
@@ -155,6 +158,7 @@ func (c *Config) New(opts ...Option) (*Bucket, error) {
 
 // MustNew is like New but panics if the arguments are invalid.
 func (c *Config) MustNew(opts ...Option) *Bucket {
+	c.check("Config.MustNew")
 	b, err := c.New(opts...)
 	if err != nil {
 		panic(err)
@@ -164,7 +168,7 @@ func (c *Config) MustNew(opts ...Option) *Bucket {
 
 // checkRequest validates a request for n credits.
 func (b *Bucket) checkRequest(n int64) error {
-	switch burst := b.cfg.burst; { // burst never changes
+	switch burst := b.cfg.Load().burst; { // burst never changes
 	case n < 0:
 		return fmt.Errorf("credit: a request for %d credits (%w)", n, atomicsem.ErrInvalidPermits)
 	case n > burst:
@@ -198,9 +202,9 @@ func (b *Bucket) checkNil(op string) {
 // TrySpend reads the monotonic clock once and allocates nothing.
 func (b *Bucket) TrySpend(n int64) bool {
 	b.checkNil("TrySpend")
+	now := b.cfg.Load().Now()
 	b.mu.Lock()
-	c := b.cfg
-	ok := b.head == nil && b.st.TrySpend(c, c.Now(), n) || n == 0
+	ok := b.head == nil && b.st.TrySpend(b.cfg.Load(), now, n) || n == 0
 	b.mu.Unlock()
 	return ok
 }
@@ -233,9 +237,9 @@ func (b *Bucket) Spend(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
 	}
+	now := b.cfg.Load().Now()
 	b.mu.Lock()
-	c := b.cfg
-	if b.head == nil && b.st.TrySpend(c, c.Now(), n) {
+	if b.head == nil && b.st.TrySpend(b.cfg.Load(), now, n) {
 		b.mu.Unlock()
 		return nil
 	}
@@ -252,9 +256,9 @@ func (b *Bucket) TryAcquire(n int64) (token.Token, bool) {
 	if n == 0 {
 		return token.New(noCredit{}, 0, 0), true
 	}
+	now := b.cfg.Load().Now()
 	b.mu.Lock()
-	c := b.cfg
-	ok := b.head == nil && n > 0 && b.st.TryReserve(c, c.Now(), n)
+	ok := b.head == nil && n > 0 && b.st.TryReserve(b.cfg.Load(), now, n)
 	b.mu.Unlock()
 	if !ok {
 		return token.Token{}, false
@@ -281,9 +285,9 @@ func (b *Bucket) Acquire(ctx context.Context, n int64) (token.Token, error) {
 	if n == 0 {
 		return token.New(noCredit{}, 0, 0), nil
 	}
+	now := b.cfg.Load().Now()
 	b.mu.Lock()
-	c := b.cfg
-	if b.head == nil && b.st.TryReserve(c, c.Now(), n) {
+	if b.head == nil && b.st.TryReserve(b.cfg.Load(), now, n) {
 		b.mu.Unlock()
 		return token.New(&reservation{b: b, left: n}, n, 0), nil
 	}
@@ -302,14 +306,12 @@ func (b *Bucket) SetRate(rate float64) error {
 	if err := checkRate(rate); err != nil {
 		return err
 	}
-	b.mu.Lock()
-	c := b.cfg
-	b.mu.Unlock()
-	next, _ := c.WithRate(rate) // burst and clock are the bucket's for good
+	next, _ := b.cfg.Load().WithRate(rate) // burst and clock are the bucket's for good
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.st.Rerate(b.cfg, next, b.cfg.Now())
-	b.cfg = next
+	c := b.cfg.Load()
+	b.st.Rerate(c, next, c.Now())
+	b.cfg.Store(next)
 	b.pokeLocked()
 	return nil
 }
@@ -329,7 +331,7 @@ func (b *Bucket) Stats() Stats {
 	b.checkNil("Stats")
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c := b.cfg
+	c := b.cfg.Load()
 	return Stats{
 		Balance:  b.st.Balance(c, c.Now()),
 		Reserved: b.st.Reserved(),

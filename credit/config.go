@@ -104,6 +104,7 @@ func newConfig(r ratio, rateF float64, burst int64, epoch time.Time, clock func(
 // another rate, or ErrInvalidRate for a negative or NaN rate. A State kept
 // under c is carried to it with State.Rerate.
 func (c *Config) WithRate(rate float64) (*Config, error) {
+	c.check("WithRate")
 	if err := checkRate(rate); err != nil {
 		return nil, err
 	}
@@ -111,18 +112,33 @@ func (c *Config) WithRate(rate float64) (*Config, error) {
 }
 
 // Rate returns the rate in credits per second, as given.
-func (c *Config) Rate() float64 { return c.rateF }
+func (c *Config) Rate() float64 {
+	c.check("Rate")
+	return c.rateF
+}
 
 // Burst returns the burst.
-func (c *Config) Burst() int64 { return c.burst }
+func (c *Config) Burst() int64 {
+	c.check("Burst")
+	return c.burst
+}
 
 // Now returns the time on c's clock: nanoseconds from its origin, read from
 // the monotonic clock. The State methods take their now from it.
 func (c *Config) Now() int64 {
+	c.check("Now")
 	if c.clock != nil {
 		return c.clock() // it reads from origin (see NewWithClock)
 	}
 	return origin + int64(time.Since(c.epoch))
+}
+
+// check panics, naming op, if c is nil: a caller bug that would otherwise
+// surface as a nil dereference far from the call.
+func (c *Config) check(op string) {
+	if c == nil {
+		panic("credit: " + op + " with a nil *Config")
+	}
 }
 
 // at returns the moment that a State is looked at for, now on c's clock:
@@ -133,9 +149,6 @@ func (c *Config) at(now int64) int64 {
 	}
 	return now
 }
-
-// timeOf returns the wall-clock time of the moment t on c's clock.
-func (c *Config) timeOf(t int64) time.Time { return c.epoch.Add(time.Duration(t - origin)) }
 
 func checkRate(rate float64) error {
 	if rate < 0 || math.IsNaN(rate) {

@@ -68,3 +68,42 @@ func Example_reserveThenSettle() {
 	// Output:
 	// balance after the query: 7
 }
+
+// One configuration for many buckets: the rate's exact representation is
+// worked out once, and each bucket made from it costs one allocation.
+func ExampleConfig() {
+	perClient := credit.MustConfig(5, 10) // 5 requests a second, bursts of 10
+	alice, bob := perClient.MustNew(), perClient.MustNew()
+	fmt.Println(alice.TrySpend(10), alice.TrySpend(1), bob.TrySpend(1))
+	// Output:
+	// true false true
+}
+
+// A bucket per key without a Bucket: a State per key and one Config. The
+// caller serializes each State's methods (here, one goroutine) and passes
+// the time from the Config's clock; a State that reports Full may be
+// dropped, as the zero State is the same full bucket.
+func ExampleState() {
+	cfg := credit.MustConfig(1, 3) // 1 a second, bursts of 3
+	keys := map[string]*credit.State{}
+	allow := func(key string, now int64) bool {
+		s, ok := keys[key]
+		if !ok {
+			s = new(credit.State) // the zero State: full
+			keys[key] = s
+		}
+		return s.TrySpend(cfg, now, 1)
+	}
+	now := cfg.Now()
+	for range 4 {
+		fmt.Print(allow("10.0.0.1", now), " ")
+	}
+	fmt.Println(allow("10.0.0.2", now))
+	later := now + int64(time.Second)
+	fmt.Println("a second later:", allow("10.0.0.1", later))
+	fmt.Println("10.0.0.2 full again, droppable:", keys["10.0.0.2"].Full(cfg, later))
+	// Output:
+	// true true true false true
+	// a second later: true
+	// 10.0.0.2 full again, droppable: true
+}

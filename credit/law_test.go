@@ -92,8 +92,7 @@ func TestSpendingKeepsTheFraction(t *testing.T) {
 // Time spent full is not banked: credit taken out of a full bucket starts
 // accrual anew, however long it sat full, and the next credit comes a
 // whole period after the spend. The bucket is not looked at while it fills
-// and sits full, and the spend finds its credit in the balance, so it
-// reads no clock unless the bucket was marked full when it filled.
+// and sits full: the spend itself finds it full and applies the ceiling.
 func TestTimeSpentFullIsNotBanked(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -127,19 +126,17 @@ func TestTimeSpentFullIsNotBanked(t *testing.T) {
 	}
 }
 
-// A spend that finds its credit in the balance reads no clock, and a bucket
-// that fills sooner than minFillDelay after it was last looked at is not
-// yet marked full; such a spend must still never leave the bucket holding
-// more than the continuous model would (here the model holds 5 + 1: full at
-// 5µs, 5 spent at 50µs, one more by 51µs). It may hold less.
-func TestSpendBeforeTheBucketIsMarkedFullNeverOverCredits(t *testing.T) {
+// A bucket that fills a moment after it was looked at, and is spent from
+// soon after, never holds more than the continuous model (here 5 + 1: full
+// at 5µs, 5 spent at 50µs, one more by 51µs), and holds exactly that.
+func TestSpendJustAfterFillingMatchesTheModel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, 1e6, 10, credit.WithInitial(5))
-		require.Equal(t, int64(5), balance(b)) // looked at: the fill timer is set 100µs on
+		require.Equal(t, int64(5), balance(b))
 		time.Sleep(50 * time.Microsecond)
 		require.True(t, b.TrySpend(5))
 		time.Sleep(time.Microsecond)
-		require.LessOrEqual(t, balance(b), int64(6))
+		require.Equal(t, int64(6), balance(b))
 		time.Sleep(time.Millisecond)
 		require.Equal(t, int64(10), balance(b))
 	})

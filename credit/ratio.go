@@ -99,42 +99,6 @@ func gcd(a, b uint64) uint64 {
 	return a
 }
 
-// credits returns how many whole credits accrue in d nanoseconds,
-// floor(d·num/den), or math.MaxUint64 if that does not fit. The product is
-// taken in 128 bits, so nothing overflows before the quotient does.
-func (r ratio) credits(d uint64) uint64 {
-	if r.inf {
-		return math.MaxUint64
-	}
-	hi, lo := bits.Mul64(d, r.num)
-	if hi >= r.den {
-		return math.MaxUint64
-	}
-	c, _ := bits.Div64(hi, lo, r.den)
-	return c
-}
-
-// timeFor returns the least d in nanoseconds for which credits(d) ≥ c,
-// ceil(c·den/num), and false if the rate is zero or unlimited or d does not
-// fit an int64.
-func (r ratio) timeFor(c uint64) (int64, bool) {
-	if r.inf || r.num == 0 {
-		return 0, false
-	}
-	hi, lo := bits.Mul64(c, r.den)
-	if hi >= r.num {
-		return 0, false
-	}
-	d, rem := bits.Div64(hi, lo, r.num)
-	if rem != 0 {
-		d++
-	}
-	if d == 0 && rem != 0 || d > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(d), true
-}
-
 // maxSpan bounds the spans a State works with: a stretch of time this long
 // or longer (about 73 years) is never reached, as the clocks of a Config
 // read no further.
@@ -171,13 +135,4 @@ func (r ratio) span(k uint64) span {
 		return span{ns: maxSpan}
 	}
 	return span{ns: int64(q), frac: rem}
-}
-
-// period returns the length of the shortest stretch of whole nanoseconds
-// that accrues a whole number of credits exactly: den/g nanoseconds for
-// num/g credits, g = gcd(num, den). Accrual may be rebased by whole periods
-// without losing a fraction.
-func (r ratio) period() (ns, credits uint64) {
-	g := gcd(r.num, r.den)
-	return r.den / g, r.num / g
 }

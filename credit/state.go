@@ -146,6 +146,7 @@ func (c *Config) spanOf(n int64) span {
 // n < 0, if n is more than the burst less the credit reserved, and if the
 // balance is short. TrySpend(c, now, 0) succeeds.
 func (s *State) TrySpend(c *Config, now, n int64) bool {
+	c.check("State.TrySpend")
 	_, ok := s.take(c, now, now, n)
 	return ok
 }
@@ -159,6 +160,7 @@ func (s *State) TrySpend(c *Config, now, n int64) bool {
 // waiting still banks nothing: its ceiling applies at since. It requires
 // since ≤ now.
 func (s *State) TrySpendSince(c *Config, since, now, n int64) bool {
+	c.check("State.TrySpendSince")
 	_, ok := s.take(c, since, now, n)
 	return ok
 }
@@ -175,6 +177,10 @@ func (s *State) take(c *Config, since, now, n int64) (int64, bool) {
 	d := c.spanOf(n)
 	if !s.elapsedAtLeast(c.rate.num, now, d) {
 		return realNow, false
+	}
+	if since == now { // a look at one moment: the credit is taken then
+		s.forward(c.rate.num, d)
+		return realNow, true
 	}
 	// The first whole nanosecond at or after since with the credit there;
 	// the ceiling applies up to it, as to any look.
@@ -198,12 +204,14 @@ func (s *State) take(c *Config, since, now, n int64) (int64, bool) {
 // counts against the burst until Release gives it back or Forget spends
 // it. It fails, changing nothing the balance shows, as TrySpend does.
 func (s *State) TryReserve(c *Config, now, n int64) bool {
+	c.check("State.TryReserve")
 	return s.tryReserveSince(c, now, now, n)
 }
 
 // TryReserveSince is TryReserve for a caller that has waited since the
 // moment since, as TrySpendSince is TrySpend's.
 func (s *State) TryReserveSince(c *Config, since, now, n int64) bool {
+	c.check("State.TryReserveSince")
 	return s.tryReserveSince(c, since, now, n)
 }
 
@@ -227,6 +235,7 @@ func (s *State) reserve(c *Config, since, now, n int64) (int64, bool) {
 // It is a run-time error if n is negative or more than the credit
 // reserved; Release then panics and changes nothing.
 func (s *State) Release(c *Config, now, n int64) {
+	c.check("State.Release")
 	s.checkSettle("Release", n)
 	now = c.at(now)
 	s.cap(c, now)
@@ -240,6 +249,7 @@ func (s *State) Release(c *Config, now, n int64) {
 // It is a run-time error if n is negative or more than the credit
 // reserved; Forget then panics and changes nothing.
 func (s *State) Forget(c *Config, now, n int64) {
+	c.check("State.Forget")
 	s.checkSettle("Forget", n)
 	s.cap(c, c.at(now))
 	s.reserved -= n
@@ -254,6 +264,7 @@ func (s *State) checkSettle(op string, n int64) {
 // Balance returns the credit available at now: min(burst − reserved,
 // ⌊(now − e)·rate⌋), and 0 if now is before e.
 func (s *State) Balance(c *Config, now int64) int64 {
+	c.check("State.Balance")
 	if s.at == 0 {
 		return c.burst - s.reserved
 	}
@@ -292,6 +303,7 @@ func (s *State) Reserved() int64 { return s.reserved }
 // Full reports whether the bucket is full at now with nothing reserved:
 // indistinguishable from the zero State from now on.
 func (s *State) Full(c *Config, now int64) bool {
+	c.check("State.Full")
 	return s.reserved == 0 && s.Balance(c, now) == c.burst
 }
 
@@ -301,6 +313,7 @@ func (s *State) Full(c *Config, now int64) bool {
 // is zero and the balance short, or the moment lies beyond the clock's
 // reach. Credit given back by Release can only make the wait shorter.
 func (s *State) Wait(c *Config, now, n int64) (time.Duration, bool) {
+	c.check("State.Wait")
 	if n < 0 || n > c.burst-s.reserved {
 		return 0, false
 	}
@@ -328,6 +341,8 @@ func (s *State) Wait(c *Config, now, n int64) (time.Duration, bool) {
 // rounded down to the nanosecond at to's rate, so that the change neither
 // mints nor loses a whole credit.
 func (s *State) Rerate(from, to *Config, now int64) {
+	from.check("State.Rerate")
+	to.check("State.Rerate")
 	balance := s.Balance(from, now)
 	// The fraction of a credit accrued beyond balance, as the time to's
 	// rate takes to accrue it.

@@ -65,7 +65,7 @@ type waiter struct {
 // and its credit is there. It requires b.mu, and releases it.
 func (b *Bucket) wait(ctx context.Context, n int64, spend bool) (token.Token, error) {
 	w := &waiter{n: n, wake: make(chan struct{}, 1)}
-	c := b.cfg
+	c := b.cfg.Load()
 	w.since = c.Now()
 	if b.tail == nil {
 		b.head = w
@@ -87,7 +87,7 @@ func (b *Bucket) wait(ctx context.Context, n int64, spend bool) (token.Token, er
 		var due time.Duration
 		timed := false
 		if b.head == w {
-			c = b.cfg
+			c = b.cfg.Load()
 			now := c.Now()
 			// Is the credit there, as of the moment it accrued?
 			var at int64
@@ -114,7 +114,7 @@ func (b *Bucket) wait(ctx context.Context, n int64, spend bool) (token.Token, er
 
 		b.mu.Lock()
 		if !woken && ctx.Err() != nil {
-			b.leaveLocked(w, b.cfg.Now())
+			b.leaveLocked(w, b.cfg.Load().Now())
 			b.mu.Unlock()
 			return token.Token{}, ctx.Err()
 		}
@@ -151,11 +151,15 @@ func (w *waiter) park(ctx context.Context, due time.Duration, timed, bubbled boo
 	}
 }
 
-// spin yields the processor until due has passed, w is signalled or the
-// context ends, and reports which as park does.
+// spin naps until due has passed, w is signalled or the context ends, and
+// reports which as park does.
 func (w *waiter) spin(ctx context.Context, due time.Duration) bool {
 	end := time.Now().Add(due)
-	for time.Now().Before(end) {
+	for {
+		left := time.Until(end)
+		if left <= 0 {
+			return true
+		}
 		select {
 		case <-w.wake:
 			return true
@@ -163,10 +167,21 @@ func (w *waiter) spin(ctx context.Context, due time.Duration) bool {
 			return false
 		default:
 		}
-		runtime.Gosched()
+		if left > napSlack {
+			nap(left - napSlack)
+		} else {
+			runtime.Gosched()
+		}
 	}
-	return true
 }
+
+// napSlack is how late a nap may end (the kernel's default timer slack is
+// 50 µs): the last stretch of a wait shorter than this is spent yielding.
+const napSlack = 60 * time.Microsecond
+
+// napMax bounds one nap, and so how late a napping waiter notices its
+// channel or its context.
+const napMax = time.Millisecond
 
 // leaveLocked takes w out of the line and, if it was the head, makes the
 // next waiter the head, its credit to be taken from the moment at on. It

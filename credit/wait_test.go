@@ -56,8 +56,8 @@ func TestHeadWaiterWakesExactlyWhenCreditIsThere(t *testing.T) {
 	for _, tt := range tests {
 		t.Run("", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				// A burst above n, so that the bucket's own fill timer does
-				// not fire at the same moment and serve the waiter for it.
+				// A burst above n, so that the waiter's credit comes
+				// before the bucket is full.
 				b := mustNew(t, tt.rate, 2*tt.n, credit.WithInitial(0))
 				start := time.Now()
 				require.NoError(t, b.Spend(context.Background(), tt.n))
@@ -166,8 +166,8 @@ func TestRateChangeMidWait(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				// A burst above the request, so that the bucket's own
-				// fill timer does not serve the waiter for it.
+				// A burst above the request, so that the waiter's credit
+				// comes before the bucket is full.
 				b := mustNew(t, 10, 20, credit.WithInitial(0))
 				start := time.Now()
 				p := goSpend(context.Background(), b, 10)
@@ -294,5 +294,44 @@ func TestAbandonedWaitsLeaveNothingBehind(t *testing.T) {
 		require.True(t, b.TrySpend(0))
 		time.Sleep(time.Second)
 		require.True(t, b.TrySpend(1))
+	})
+}
+
+// uber-go/ratelimit's TestPer, ported: goroutines taking one credit at a
+// time in a loop from a bucket of 8 credits a minute with a burst of 1 are
+// served exactly once every 7.5 s, the first at once: 8 takes in the first
+// minute, the 9th at 60 s. Each waiter takes its credit at the moment it
+// accrued, so the loop loses nothing between a credit and the next call.
+func TestSpendLoopTakesEveryCreditOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, 8.0/60, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		var mu sync.Mutex
+		var taken []time.Duration
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				for b.Spend(ctx, 1) == nil {
+					mu.Lock()
+					taken = append(taken, time.Since(start))
+					mu.Unlock()
+				}
+			})
+		}
+		time.Sleep(time.Minute - 1)
+		synctest.Wait()
+		mu.Lock()
+		require.Len(t, taken, 8, "takes in the first minute")
+		mu.Unlock()
+		time.Sleep(10*time.Second + 1)
+		synctest.Wait()
+		cancel()
+		wg.Wait()
+		want := make([]time.Duration, 10)
+		for i := range want {
+			want[i] = time.Duration(i) * 7500 * time.Millisecond
+		}
+		require.Equal(t, want, taken)
 	})
 }
