@@ -14,8 +14,9 @@ import (
 // Only the waiter at the front sleeps on a timer, set for the moment its
 // credit will have accrued; the others sleep until they reach the front.
 // The front waiter takes its own credit when it wakes, with
-// credit.State.TrySpendSince from the moment it reached the front, so
-// credit that accrued while it was waking is not lost. A waiter whose
+// credit.State.TrySpendSince (TryReserveSince for an Acquire) from the
+// moment it reached the front, so credit that accrued while it was waking
+// is not lost. A waiter whose
 // context is done leaves the line at once and, if it was at the front,
 // hands the front to the next.
 type waitLine struct {
@@ -97,7 +98,7 @@ func (l *Limiter) wait(ctx context.Context, sh *shard[*credit.State], key string
 			now := l.cfg.Now()
 			var ok bool
 			if w.reserve {
-				ok = st.TryReserve(l.cfg, now, w.n)
+				ok = st.TryReserveSince(l.cfg, w.since, now, w.n)
 			} else {
 				ok = st.TrySpendSince(l.cfg, w.since, now, w.n)
 			}
