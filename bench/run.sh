@@ -24,6 +24,8 @@
 #   keyedmem  package keyed's memory (BenchmarkKeyed{NewKey,Heap,Attack}):
 #             a new key's cost, the heap per key, and the attack of ten
 #             million keys against a cap of 100,000
+#   keyedhttp keyed.Middleware against go-chi/httprate
+#             (BenchmarkKeyedHTTP), with -cpu 1,2
 #
 # Environment:
 #   COUNT      samples per benchmark (default 10)
@@ -48,14 +50,14 @@ CPU=${CPU:-}
 RESULTS=${RESULTS:-results}
 TABLES=${TABLES:-}
 BENCHSTAT=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20250813145418-2f7363a06fe1)
-ALL_GROUPS=(core credit group adaptive etcdsem keyed keyedmem)
+ALL_GROUPS=(core credit group adaptive etcdsem keyed keyedmem keyedhttp)
 
 # group_pkg and group_pattern say where a group's benchmarks are and which
 # they are, and tables how benchstat shows them. A new group is a line in
 # each of the three and in ALL_GROUPS.
 group_pkg() {
 	case $1 in
-	core | credit | group | keyed | keyedmem) echo . ;;
+	core | credit | group | keyed | keyedmem | keyedhttp) echo . ;;
 	adaptive) echo ./adaptive ;;
 	etcdsem) echo ../etcdsem ;;
 	*) echo "run.sh: unknown group $1 (groups: ${ALL_GROUPS[*]})" >&2 && exit 2 ;;
@@ -70,13 +72,14 @@ group_pattern() {
 	etcdsem) echo '^BenchmarkLimitOne$' ;;
 	keyed) echo '^BenchmarkKeyedRequest$' ;;
 	keyedmem) echo '^BenchmarkKeyed(NewKey|Heap|Attack)$' ;;
+	keyedhttp) echo '^BenchmarkKeyedHTTP$' ;;
 	esac
 }
 
 # group_cpu is the -cpu list of a group when CPU does not set one.
 group_cpu() {
 	case $1 in
-	keyed) echo 1,2 ;;
+	keyed | keyedhttp) echo 1,2 ;;
 	esac
 }
 
@@ -117,21 +120,22 @@ tables() {
 		echo "### A live limit: Throttle"
 		"${BENCHSTAT[@]}" -filter '.name:Throttle' "$raw"
 		;;
-	credit) "${BENCHSTAT[@]}" -col '/impl@(xrate credit credit-config credit-state juju uber floor floorclock clock)' "$raw" ;;
+	credit) "${BENCHSTAT[@]}" -col '/impl@(credit xrate juju uber floor floorclock)' "$raw" ;;
 	group) "${BENCHSTAT[@]}" -col '/impl@(errgroup group group-go conc chanwg)' "$raw" ;;
 	adaptive)
 		"${BENCHSTAT[@]}" -col '/impl@(failsafe adaptive-aimd adaptive-vegas adaptive-gradient2 failsafe-100ms gcl-gradient2 gcl-gradient2-100ms gcl-vegas gcl-vegas-100ms)' "$raw"
 		;;
 	etcdsem) "${BENCHSTAT[@]}" -col /impl "$raw" ;;
-	keyed) "${BENCHSTAT[@]}" -col '/impl@(golimiter keyed syncmap lru floor)' "$raw" ;;
+	keyed) "${BENCHSTAT[@]}" -col '/impl@(golimiter keyed syncmap lru floor floorclock)' "$raw" ;;
 	keyedmem)
 		echo "### A new key, and the heap per key of a million; base go-limiter"
 		"${BENCHSTAT[@]}" -filter '.name:/^Keyed(NewKey|Heap)$/' \
-			-col '/impl@(golimiter keyed syncmap lru floor)' "$raw"
+			-col '/impl@(golimiter keyed syncmap lru floor floorclock)' "$raw"
 		echo
 		echo "### The attack: 10,000,000 new keys against a cap of 100,000"
 		"${BENCHSTAT[@]}" -filter '.name:KeyedAttack' -col /impl "$raw"
 		;;
+	keyedhttp) "${BENCHSTAT[@]}" -col '/impl@(httprate keyed)' "$raw" ;;
 	esac
 }
 
@@ -190,10 +194,7 @@ for g in "${groups[@]}"; do
 		continue
 	fi
 	run+=("$g")
-	# The header is taken before the redirection truncates the results
-	# file, so that git describe sees the tree as it was committed.
-	hdr=$(header "$g")
-	echo "$hdr" >"$RESULTS/$g.txt"
+	header "$g" >"$RESULTS/$g.txt"
 done
 
 for i in $(seq "$COUNT"); do
