@@ -14,6 +14,7 @@ import (
 	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/credit"
 	"github.com/atomicsem/atomicsem/keyed"
+	"github.com/atomicsem/atomicsem/token"
 )
 
 func TestLimiterBalanceAccruesPerKey(t *testing.T) {
@@ -167,7 +168,8 @@ func TestLimiterBadInput(t *testing.T) {
 
 // TestLimiterDroppingChangesNoAnswer drives a Limiter with a small cap and
 // an unbounded map of credit.Bucket with the same random operations at the
-// same fake times, and compares every answer and every key's balance. The
+// same fake times (spends, reservations settled either way, sleeps,
+// sweeps), and compares every answer and every key's balance. The
 // Limiter drops keys when full and on Sweep; the map never does. A new
 // key the Limiter refuses must find it full of keys whose buckets are not
 // full.
@@ -190,16 +192,44 @@ func TestLimiterDroppingChangesNoAnswer(t *testing.T) {
 			inUse := func() int {
 				n := 0
 				for _, b := range ref {
-					if b.Stats().Balance < 4 {
+					if st := b.Stats(); st.Balance < 4 || st.Reserved > 0 {
 						n++
 					}
 				}
 				return n
 			}
+			type held struct{ got, want *token.Token }
+			var reserved []held
 			for step := range 150 {
 				k := keys[r.IntN(len(keys))]
 				where := fmt.Sprintf("seed %d step %d key %s", seed, step, k)
-				switch op := r.IntN(8); {
+				switch op := r.IntN(11); {
+				case op >= 8 && op < 10:
+					n := r.Int64N(3)
+					_, present := l.Balance(k)
+					want, wantOK := bucket(k).TryAcquire(n)
+					got, gotOK := l.TryAcquire(k, n)
+					if wantOK && !gotOK && !present && l.Len() == maxKeys {
+						require.GreaterOrEqual(t, inUse(), maxKeys, "%s: refused while a key could go", where)
+						want.Release()
+						delete(ref, k)
+						continue
+					}
+					require.Equal(t, wantOK, gotOK, "%s: TryAcquire(%d)", where, n)
+					if gotOK {
+						reserved = append(reserved, held{&got, &want})
+					}
+				case op == 10 && len(reserved) > 0:
+					i := r.IntN(len(reserved))
+					h := reserved[i]
+					reserved = append(reserved[:i], reserved[i+1:]...)
+					if r.IntN(2) == 0 {
+						h.got.Release()
+						h.want.Release()
+					} else {
+						h.got.Forget()
+						h.want.Forget()
+					}
 				case op < 4:
 					n := r.Int64N(5)
 					_, present := l.Balance(k)
@@ -217,7 +247,7 @@ func TestLimiterDroppingChangesNoAnswer(t *testing.T) {
 					time.Sleep(time.Duration(r.Int64N(int64(float64(2*time.Second) / rate))))
 				case op == 6:
 					l.Sweep()
-				default:
+				case op == 7:
 					// Time passes while other keys come and go.
 					time.Sleep(time.Duration(r.Int64N(int64(time.Millisecond))))
 				}
