@@ -63,6 +63,7 @@ func BenchmarkKeyedHTTP(b *testing.B) {
 			var start atomic.Int64
 			b.ReportAllocs()
 			b.ResetTimer()
+			defer measureCPU(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				i := int(start.Add(httpClients / 7))
 				w := &headerWriter{h: http.Header{}}
