@@ -159,11 +159,15 @@ if [ -n "$TABLES" ]; then
 	exit 0
 fi
 
+# The revision is read before any result file is written: rewriting a
+# committed result file would otherwise mark the tree dirty.
+REVISION=$(git describe --always --dirty 2>/dev/null || echo "an unknown revision")
+
 header() {
 	echo "# $(lscpu | grep -m1 'Model name' | sed 's/.*: *//') (family $(lscpu | grep -m1 'CPU family' | sed 's/.*: *//') model $(lscpu | grep -m1 '^Model:' | sed 's/.*: *//')), $(nproc) CPUs, $(uname -sr)"
 	echo "# $(go version); load average at the start:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
 	local cpu=${CPU:-$(group_cpu "$1")}
-	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${cpu:-default} bench/run.sh $1, at $(git describe --always --dirty 2>/dev/null || echo "an unknown revision")"
+	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${cpu:-default} bench/run.sh $1, at $REVISION"
 }
 
 # bin_of names the test binary of package $1.
