@@ -31,7 +31,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/token"
@@ -74,16 +73,19 @@ var (
 // not usable.
 type Bucket struct {
 	mu sync.Mutex
-	// cfg is the rate and burst, replaced by SetRate under mu. Every
-	// Config it holds has the same clock, so that a spend may read the
-	// clock before it takes mu, and hold mu for less.
-	cfg atomic.Pointer[Config]
+	// cfg is the rate and burst, replaced by SetRate. Guarded by mu: a
+	// spend reads the clock under mu, so that spends take their credit in
+	// the order of their clock readings.
+	cfg *Config
 	st  State // guarded by mu
 	// head and tail are the line of Spend and Acquire calls waiting, in
 	// arrival order; head is the one that watches the accrual. Guarded by
 	// mu.
 	head, tail *waiter
 	waiters    int32 // the length of the line; guarded by mu
+	// burst is cfg's burst, which no SetRate changes, kept where a request
+	// can be checked without mu (MaxPermits fits 32 bits).
+	burst int32
 }
 
 // An Option configures a Bucket in New.
@@ -138,6 +140,24 @@ func MustNew(rate float64, burst int64, opts ...Option) *Bucket {
 // its SetRate changes its own rate only.
 func (c *Config) New(opts ...Option) (*Bucket, error) {
 	c.check("Config.New")
+	initial := c.burst
+	if len(opts) > 0 {
+		initial = c.initialOf(opts)
+		if initial < 0 || initial > c.burst {
+			return nil, fmt.Errorf("%w: %d is outside [0, %d]", ErrInvalidInitial, initial, c.burst)
+		}
+	}
+	b := &Bucket{cfg: c, burst: int32(c.burst)}
+	if initial != c.burst {
+		b.st = newState(c, c.Now(), initial)
+	}
+	return b, nil
+}
+
+// initialOf applies opts and returns the initial balance they set. It is
+// outlined so that the options, which escape to the functions that set
+// them, are allocated only when there are any.
+func (c *Config) initialOf(opts []Option) int64 {
 	o := options{initial: c.burst}
 	for _, opt := range opts {
 		if opt == nil {
@@ -145,15 +165,7 @@ func (c *Config) New(opts ...Option) (*Bucket, error) {
 		}
 		opt(&o)
 	}
-	if o.initial < 0 || o.initial > c.burst {
-		return nil, fmt.Errorf("%w: %d is outside [0, %d]", ErrInvalidInitial, o.initial, c.burst)
-	}
-	b := &Bucket{}
-	b.cfg.Store(c)
-	if o.initial != c.burst {
-		b.st = newState(c, c.Now(), o.initial)
-	}
-	return b, nil
+	return o.initial
 }
 
 // MustNew is like New but panics if the arguments are invalid.
@@ -168,7 +180,7 @@ func (c *Config) MustNew(opts ...Option) *Bucket {
 
 // checkRequest validates a request for n credits.
 func (b *Bucket) checkRequest(n int64) error {
-	switch burst := b.cfg.Load().burst; { // burst never changes
+	switch burst := int64(b.burst); {
 	case n < 0:
 		return fmt.Errorf("credit: a request for %d credits (%w)", n, atomicsem.ErrInvalidPermits)
 	case n > burst:
@@ -202,9 +214,9 @@ func (b *Bucket) checkNil(op string) {
 // TrySpend reads the monotonic clock once and allocates nothing.
 func (b *Bucket) TrySpend(n int64) bool {
 	b.checkNil("TrySpend")
-	now := b.cfg.Load().Now()
 	b.mu.Lock()
-	ok := b.head == nil && b.st.TrySpend(b.cfg.Load(), now, n) || n == 0
+	c := b.cfg
+	ok := b.head == nil && b.st.TrySpend(c, c.Now(), n) || n == 0
 	b.mu.Unlock()
 	return ok
 }
@@ -237,9 +249,8 @@ func (b *Bucket) Spend(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	now := b.cfg.Load().Now()
 	b.mu.Lock()
-	if b.head == nil && b.st.TrySpend(b.cfg.Load(), now, n) {
+	if c := b.cfg; b.head == nil && b.st.TrySpend(c, c.Now(), n) {
 		b.mu.Unlock()
 		return nil
 	}
@@ -256,9 +267,9 @@ func (b *Bucket) TryAcquire(n int64) (token.Token, bool) {
 	if n == 0 {
 		return token.New(noCredit{}, 0, 0), true
 	}
-	now := b.cfg.Load().Now()
 	b.mu.Lock()
-	ok := b.head == nil && n > 0 && b.st.TryReserve(b.cfg.Load(), now, n)
+	c := b.cfg
+	ok := b.head == nil && n > 0 && b.st.TryReserve(c, c.Now(), n)
 	b.mu.Unlock()
 	if !ok {
 		return token.Token{}, false
@@ -285,9 +296,8 @@ func (b *Bucket) Acquire(ctx context.Context, n int64) (token.Token, error) {
 	if n == 0 {
 		return token.New(noCredit{}, 0, 0), nil
 	}
-	now := b.cfg.Load().Now()
 	b.mu.Lock()
-	if b.head == nil && b.st.TryReserve(b.cfg.Load(), now, n) {
+	if c := b.cfg; b.head == nil && b.st.TryReserve(c, c.Now(), n) {
 		b.mu.Unlock()
 		return token.New(&reservation{b: b, left: n}, n, 0), nil
 	}
@@ -306,12 +316,15 @@ func (b *Bucket) SetRate(rate float64) error {
 	if err := checkRate(rate); err != nil {
 		return err
 	}
-	next, _ := b.cfg.Load().WithRate(rate) // burst and clock are the bucket's for good
+	b.mu.Lock()
+	c := b.cfg
+	b.mu.Unlock()
+	next, _ := c.WithRate(rate) // burst and clock are the bucket's for good
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c := b.cfg.Load()
+	c = b.cfg
 	b.st.Rerate(c, next, c.Now())
-	b.cfg.Store(next)
+	b.cfg = next
 	b.pokeLocked()
 	return nil
 }
@@ -331,7 +344,7 @@ func (b *Bucket) Stats() Stats {
 	b.checkNil("Stats")
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c := b.cfg.Load()
+	c := b.cfg
 	return Stats{
 		Balance:  b.st.Balance(c, c.Now()),
 		Reserved: b.st.Reserved(),

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -125,4 +126,10 @@ func TestZeroCreditsAlwaysSucceed(t *testing.T) {
 		tok.Release()
 		require.Equal(t, credit.Stats{Burst: 1}, b.Stats())
 	})
+}
+
+// A bucket is one allocation of at most 64 bytes: what a caller that keeps
+// a bucket per key pays per key, beside its map entry.
+func TestBucketFitsInSixtyFourBytes(t *testing.T) {
+	require.LessOrEqual(t, unsafe.Sizeof(credit.Bucket{}), uintptr(64))
 }

@@ -26,7 +26,7 @@ func (r *reservation) ReturnPermits(n int64, _ uint32) {
 	b.mu.Lock()
 	r.checkLocked(n)
 	r.left -= n
-	c := b.cfg.Load()
+	c := b.cfg
 	b.st.Release(c, c.Now(), n)
 	b.pokeLocked()
 	b.mu.Unlock()
@@ -42,7 +42,7 @@ func (r *reservation) ForgetPermits(n int64, _ uint32) {
 	b.mu.Lock()
 	r.checkLocked(n)
 	r.left -= n
-	c := b.cfg.Load()
+	c := b.cfg
 	b.st.Forget(c, c.Now(), n)
 	b.pokeLocked()
 	b.mu.Unlock()

@@ -158,3 +158,69 @@ func TestStateSettlingMoreThanReservedPanics(t *testing.T) {
 	require.PanicsWithValue(t, "credit: State.Forget of -1 credits with 2 reserved", func() { s.Forget(c, now, -1) })
 	require.Equal(t, before, s)
 }
+
+// FuzzStateAgainstTheModel drives a State and the continuous model with the
+// same operations, decoded from the input, at moments it chooses: every
+// outcome, balance and reserved count must match. Its seeds run with the
+// tests; go test -fuzz FuzzStateAgainstTheModel ./credit searches further.
+func FuzzStateAgainstTheModel(f *testing.F) {
+	f.Add([]byte{0, 7, 1, 3, 2, 9, 3, 1, 4, 250, 5, 2, 6, 1})
+	f.Add([]byte{1, 1, 1, 1, 0, 255, 0, 255, 2, 2, 2, 2, 7, 3, 7, 0})
+	f.Add([]byte{3, 0, 6, 5, 5, 5, 4, 4, 0, 200, 1, 100, 2, 50})
+	rates := []string{"7.3", "3", "1/3", "1000", "10/13", "1000000007", "1"}
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) < 2 {
+			return
+		}
+		rate := ratOf(t, rates[int(ops[0])%len(rates)])
+		burst := 1 + int64(ops[1]%16)
+		c := credit.MustConfig(floatOf(rate), burst)
+		var s credit.State
+		m := newModel(rate, burst, burst)
+		base := c.Now()
+		var at time.Duration
+		for i := 2; i+1 < len(ops); i += 2 {
+			op, arg := ops[i]%8, int64(ops[i+1])
+			now := base + int64(at)
+			m.advance(at)
+			switch op {
+			case 0: // time passes: arg² ms, up to about a minute
+				at += time.Duration(arg*arg) * time.Millisecond
+				continue
+			case 1:
+				n := arg % (burst + 2)
+				require.Equal(t, m.trySpend(n), s.TrySpend(c, now, n), "op %d: TrySpend(%d)", i, n)
+			case 2:
+				n := arg % (burst + 2)
+				require.Equal(t, m.tryAcquire(n), s.TryReserve(c, now, n), "op %d: TryReserve(%d)", i, n)
+			case 3:
+				k := arg % (m.reserved + 1)
+				s.Release(c, now, k)
+				m.release(k)
+			case 4:
+				k := arg % (m.reserved + 1)
+				s.Forget(c, now, k)
+				m.forget(k)
+			case 5:
+				at += time.Duration(arg) * 7919 // a few hundred µs, in odd nanoseconds
+				continue
+			case 6:
+				r := ratOf(t, rates[int(arg)%len(rates)])
+				next, err := c.WithRate(floatOf(r))
+				require.NoError(t, err)
+				s.Rerate(c, next, now)
+				c = next
+				m.setRate(r)
+			case 7:
+				n := arg % (burst + 1)
+				if w, ok := s.Wait(c, now, n); ok {
+					early, onTime := s, s
+					require.True(t, onTime.TrySpend(c, now+int64(w), n), "op %d: Wait(%d) = %v is early", i, n, w)
+					require.False(t, w > 0 && early.TrySpend(c, now+int64(w)-1, n), "op %d: Wait(%d) = %v is late", i, n, w)
+				}
+			}
+			require.Equal(t, floorOf(m.c), s.Balance(c, now), "op %d at %v: balance", i, at)
+			require.Equal(t, m.reserved, s.Reserved(), "op %d at %v: reserved", i, at)
+		}
+	})
+}

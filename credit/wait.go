@@ -65,7 +65,7 @@ type waiter struct {
 // and its credit is there. It requires b.mu, and releases it.
 func (b *Bucket) wait(ctx context.Context, n int64, spend bool) (token.Token, error) {
 	w := &waiter{n: n, wake: make(chan struct{}, 1)}
-	c := b.cfg.Load()
+	c := b.cfg
 	w.since = c.Now()
 	if b.tail == nil {
 		b.head = w
@@ -87,7 +87,7 @@ func (b *Bucket) wait(ctx context.Context, n int64, spend bool) (token.Token, er
 		var due time.Duration
 		timed := false
 		if b.head == w {
-			c = b.cfg.Load()
+			c = b.cfg
 			now := c.Now()
 			// Is the credit there, as of the moment it accrued?
 			var at int64
@@ -114,7 +114,7 @@ func (b *Bucket) wait(ctx context.Context, n int64, spend bool) (token.Token, er
 
 		b.mu.Lock()
 		if !woken && ctx.Err() != nil {
-			b.leaveLocked(w, b.cfg.Load().Now())
+			b.leaveLocked(w, b.cfg.Now())
 			b.mu.Unlock()
 			return token.Token{}, ctx.Err()
 		}
