@@ -20,6 +20,15 @@
 #             Mutex that watches from the revision after its read, at 1 to
 #             64 clients and limits 1 and 4, on an in-process etcd server
 #             (BenchmarkFleet in the etcdsem module)
+#   keyed     package keyed's requests (BenchmarkKeyedRequest): limits per
+#             key against sync.Map, an LRU and go-limiter's store of
+#             per-key limiters, on a million keys; run with -cpu 1,2
+#             unless CPU says otherwise
+#   keyedmem  package keyed's memory (BenchmarkKeyed{NewKey,Heap,Attack}):
+#             a new key's cost, the heap per key, and the attack of ten
+#             million keys against a cap of 100,000
+#   keyedhttp keyed.Middleware against go-chi/httprate
+#             (BenchmarkKeyedHTTP), with -cpu 1,2
 #
 # Environment:
 #   COUNT      samples per benchmark (default 10)
@@ -52,14 +61,14 @@ CPU=${CPU:-}
 RESULTS=${RESULTS:-results}
 TABLES=${TABLES:-}
 BENCHSTAT=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20250813145418-2f7363a06fe1)
-ALL_GROUPS=(core credit group adaptive etcdsem)
+ALL_GROUPS=(core credit group adaptive etcdsem keyed keyedmem keyedhttp)
 
 # group_pkg and group_pattern say where a group's benchmarks are and which
 # they are, and tables how benchstat shows them. A new group is a line in
 # each of the three and in ALL_GROUPS.
 group_pkg() {
 	case $1 in
-	core | credit | group) echo . ;;
+	core | credit | group | keyed | keyedmem | keyedhttp) echo . ;;
 	adaptive) echo ./adaptive ;;
 	etcdsem) echo ../etcdsem ;;
 	*) echo "run.sh: unknown group $1 (groups: ${ALL_GROUPS[*]})" >&2 && exit 2 ;;
@@ -72,6 +81,16 @@ group_pattern() {
 	group) echo '^BenchmarkGroup' ;;
 	adaptive) echo '^BenchmarkAcquireRecord$' ;;
 	etcdsem) echo '^BenchmarkFleet$' ;;
+	keyed) echo '^BenchmarkKeyedRequest$' ;;
+	keyedmem) echo '^BenchmarkKeyed(NewKey|Heap|Attack)$' ;;
+	keyedhttp) echo '^BenchmarkKeyedHTTP$' ;;
+	esac
+}
+
+# group_cpu is the -cpu list of a group when CPU does not set one.
+group_cpu() {
+	case $1 in
+	keyed | keyedhttp) echo 1,2 ;;
 	esac
 }
 
@@ -112,12 +131,22 @@ tables() {
 		echo "### A live limit: Throttle"
 		"${BENCHSTAT[@]}" -filter '.name:Throttle' "$raw"
 		;;
-	credit) "${BENCHSTAT[@]}" -col '/impl@(xrate credit credit-config credit-state juju uber floor floorclock clock)' "$raw" ;;
+	credit) "${BENCHSTAT[@]}" -col '/impl@(credit xrate juju uber floor floorclock)' "$raw" ;;
 	group) "${BENCHSTAT[@]}" -col '/impl@(errgroup group group-go conc chanwg)' "$raw" ;;
 	adaptive)
 		"${BENCHSTAT[@]}" -col '/impl@(failsafe adaptive-aimd adaptive-vegas adaptive-gradient2 failsafe-100ms gcl-gradient2 gcl-gradient2-100ms gcl-vegas gcl-vegas-100ms)' "$raw"
 		;;
 	etcdsem) "${BENCHSTAT[@]}" -col /impl "$raw" ;;
+	keyed) "${BENCHSTAT[@]}" -col '/impl@(golimiter keyed syncmap lru floor floorclock)' "$raw" ;;
+	keyedmem)
+		echo "### A new key, and the heap per key of a million; base go-limiter"
+		"${BENCHSTAT[@]}" -filter '.name:/^Keyed(NewKey|Heap)$/' \
+			-col '/impl@(golimiter keyed syncmap lru floor floorclock)' "$raw"
+		echo
+		echo "### The attack: 10,000,000 new keys against a cap of 100,000"
+		"${BENCHSTAT[@]}" -filter '.name:KeyedAttack' -col /impl "$raw"
+		;;
+	keyedhttp) "${BENCHSTAT[@]}" -col '/impl@(httprate keyed)' "$raw" ;;
 	esac
 }
 
@@ -160,7 +189,8 @@ REV=$(git describe --always --dirty 2>/dev/null || echo "an unknown revision")
 header() {
 	echo "# $(lscpu | grep -m1 'Model name' | sed 's/.*: *//') (family $(lscpu | grep -m1 'CPU family' | sed 's/.*: *//') model $(lscpu | grep -m1 '^Model:' | sed 's/.*: *//')), $(nproc) CPUs, $(uname -sr)"
 	echo "# $(go version); load average at the start:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
-	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${CPU:-default} bench/run.sh $1, at $REV"
+	local cpu=${CPU:-$(group_cpu "$1")}
+	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${cpu:-default} bench/run.sh $1, at $REV"
 }
 
 # bin_of names the test binary of package $1.
@@ -199,8 +229,9 @@ for i in $(seq "$COUNT"); do
 		echo "== round $i of $COUNT: $g" >&2
 		pkg=$(group_pkg "$g")
 		bin=$PWD/$(bin_of "$pkg")
+		cpu=${CPU:-$(group_cpu "$g")}
 		(cd "$pkg" && "$bin" -test.run '^$' -test.bench "$(group_pattern "$g")" \
-			-test.benchmem -test.count 1 -test.benchtime "$BENCHTIME" ${CPU:+-test.cpu "$CPU"}) |
+			-test.benchmem -test.count 1 -test.benchtime "$BENCHTIME" ${cpu:+-test.cpu "$cpu"}) |
 			grep -v -e '^PASS$' -e '^ok ' | tee -a "$RESULTS/$g.txt" >&2
 	done
 done

@@ -1,0 +1,77 @@
+// Package keyed provides limits per key: a credit bucket per key (Limiter)
+// and a semaphore per key (Semaphores), with memory bounded by a cap on the
+// number of keys, and HTTP middleware that limits each client.
+//
+// Every key gets its own limit of one shared configuration: the same rate
+// and burst for every bucket, the same limit for every semaphore. An entry
+// is made for a key the first time it is used. An entry that is
+// indistinguishable from a new one (a full bucket nobody waits on, a
+// semaphore nothing holds and nobody waits on, at the shared limit) may be
+// dropped at any time, because dropping it changes no answer: the next use
+// of its key makes a new entry in the same state. No goroutine or timer
+// runs per key. Entries are dropped by a call that inserts a new key into
+// a full table, as many as it finds among the few it looks at, and by
+// Sweep, which a program that wants the memory of idle keys back below
+// the cap calls from a ticker of its own.
+//
+// # The cap on keys
+//
+// A table holds at most its cap of keys (WithMaxKeys; DefaultMaxKeys
+// otherwise). A new key that finds the table full first drops entries
+// indistinguishable from new ones, looking at up to 64 in its own shard
+// and as many again in others; if it finds none, the new key is refused: the blocking calls return ErrTooManyKeys, and the
+// non-blocking ones report false. A key in the middle of its limit is never
+// dropped, so the cap never resets anyone's limit: under a flood of new keys
+// the keys already limited keep their limits, and the flood is refused.
+//
+// # Concurrency
+//
+// The table is split into shards, each a map under its own mutex, chosen by
+// the key's hash. A call on a key already present takes its shard's lock
+// for a map lookup and one operation on the key's entry, with no
+// allocation; calls that wait let go of the lock while they wait. No lock
+// covers the whole table.
+package keyed
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrTooManyKeys is returned when a call would add a key to a table that
+// holds its cap of keys, none of which can be dropped without changing an
+// answer.
+var ErrTooManyKeys = errors.New("keyed: too many keys")
+
+// ErrInvalidMaxKeys is returned (wrapped, with the number) by the
+// constructors for WithMaxKeys below 1.
+var ErrInvalidMaxKeys = errors.New("keyed: invalid cap on keys")
+
+// DefaultMaxKeys is the cap on the number of keys of a table made without
+// WithMaxKeys.
+const DefaultMaxKeys = 1 << 20
+
+// An Option configures a Limiter or a Semaphores table.
+type Option func(*options)
+
+type options struct {
+	maxKeys  int64
+	maxLimit int64 // -1 unless set
+}
+
+func makeOptions(opts []Option) (options, error) {
+	o := options{maxKeys: DefaultMaxKeys, maxLimit: -1}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.maxKeys < 1 {
+		return o, fmt.Errorf("%w: WithMaxKeys(%d) needs at least 1", ErrInvalidMaxKeys, o.maxKeys)
+	}
+	return o, nil
+}
+
+// WithMaxKeys sets the cap on the number of keys the table holds at once.
+// It must be at least 1.
+func WithMaxKeys(n int64) Option {
+	return func(o *options) { o.maxKeys = n }
+}

@@ -1,0 +1,361 @@
+package keyed
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/credit"
+	"github.com/atomicsem/atomicsem/token"
+)
+
+// Limiter is a table of credit buckets, one per key, all of one rate and
+// burst: each key's credit accrues at the rate up to the burst, with the
+// laws of credit.Bucket. Its methods are safe for concurrent use.
+//
+// A key holds one credit.State, a few words, pointed to from its shard's
+// map: the configuration (a credit.Config) is shared, and no timer or
+// goroutine runs per key. A key's bucket is made full at the key's first use and dropped
+// once it is full again with nobody waiting on it and nothing reserved
+// from it: then it is indistinguishable from a new one.
+//
+// TrySpend takes credit for good if the key's balance covers it now; Spend
+// waits for it, FIFO among the spends and acquires of the same key, and
+// while any of them waits TrySpend does not take the key's credit ahead of
+// them. TryAcquire and Acquire reserve credit as a token.Token that can be
+// given back. Take is TrySpend with what an HTTP server tells its client.
+// Most callers want TrySpend (or Middleware).
+//
+// # Memory ordering
+//
+// As in credit, per key: credit given back by a token's Release
+// synchronizes before the return of the spend or acquire of the same key
+// that takes it.
+//
+// A Limiter must be made with NewLimiter; the zero value is not usable.
+type Limiter struct {
+	t   table[*credit.State]
+	cfg *credit.Config
+}
+
+// NewLimiter returns a table whose keys each get a bucket of burst credits
+// accruing at rate credits per second, starting full. rate may be 0 (a key
+// only spends its first burst) or math.Inf(1) (no limit); WithMaxKeys sets
+// the cap on keys.
+//
+// NewLimiter returns credit.ErrInvalidRate (wrapped) for a negative or NaN
+// rate, credit.ErrInvalidBurst (wrapped) for a burst outside
+// [1, atomicsem.MaxPermits], and ErrInvalidMaxKeys for a cap below 1.
+func NewLimiter(rate float64, burst int64, opts ...Option) (*Limiter, error) {
+	o, err := makeOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := credit.NewConfig(rate, burst)
+	if err != nil {
+		return nil, err
+	}
+	l := &Limiter{cfg: cfg}
+	l.t.init(o.maxKeys, l.idle)
+	return l, nil
+}
+
+// MustNewLimiter is like NewLimiter but panics if the arguments are
+// invalid. It simplifies the initialisation of package-level limiters:
+//
+//	var perClient = keyed.MustNewLimiter(10, 100) // 10 requests a second, bursts of 100, per key
+func MustNewLimiter(rate float64, burst int64, opts ...Option) *Limiter {
+	l, err := NewLimiter(rate, burst, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+func (l *Limiter) valid() {
+	if l == nil {
+		panic("keyed: method called on a nil *Limiter")
+	}
+}
+
+func newState() *credit.State { return new(credit.State) } // a full bucket
+
+// idle reports whether key's state st is indistinguishable from a new one:
+// full, nothing reserved, nobody waiting. It requires that s is locked.
+func (l *Limiter) idle(s *shard[*credit.State], key string, st *credit.State) bool {
+	if s.lines[key] != nil {
+		return false
+	}
+	return st.Full(l.cfg, l.cfg.Now())
+}
+
+// checkRequest returns the error for a request of n credits that no wait
+// could cover.
+func (l *Limiter) checkRequest(n int64) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("%w: keyed: a request for %d credits", atomicsem.ErrInvalidPermits, n)
+	case n > l.cfg.Burst():
+		return fmt.Errorf("%w: keyed: %d credits exceed the burst of %d", atomicsem.ErrExceedsMax, n, l.cfg.Burst())
+	}
+	return nil
+}
+
+// lock locks key's shard and returns it with key's state, inserting a new
+// state if key is absent. On ErrTooManyKeys the shard is unlocked.
+func (l *Limiter) lock(key string) (*shard[*credit.State], *credit.State, error) {
+	sh := l.t.shardOf(key)
+	sh.mu.Lock()
+	if st, ok := sh.m[key]; ok {
+		return sh, st, nil
+	}
+	st, err := l.t.insert(sh, key, newState)
+	if err != nil {
+		sh.mu.Unlock()
+	}
+	return sh, st, err
+}
+
+// TrySpend takes n credits from key's bucket for good if its balance
+// covers them now, and reports whether it did. It fails, changing nothing,
+// if n < 0 or n is more than the burst, if the balance is short, while a
+// Spend or Acquire of the key waits, and if key is new and the table is
+// full. TrySpend(key, 0) succeeds unless the table refuses key.
+//
+// On a key already present, TrySpend allocates nothing.
+func (l *Limiter) TrySpend(key string, n int64) bool {
+	l.valid()
+	if n < 0 || n > l.cfg.Burst() {
+		return false
+	}
+	sh, st, err := l.lock(key)
+	if err != nil {
+		return false
+	}
+	ok := false
+	if sh.lines == nil || sh.lines[key] == nil {
+		ok = st.TrySpend(l.cfg, l.cfg.Now(), n)
+	}
+	sh.mu.Unlock()
+	return ok
+}
+
+// Spend takes n credits from key's bucket for good, waiting until its
+// balance covers them, FIFO among the spends and acquires of the key.
+// A waiter at the front of the line takes its credit at the moment it
+// accrued, however late it wakes, so that a stream of spends keeps the
+// rate.
+//
+// Spend returns nil once the credits are spent, at once for n == 0. On
+// failure it spends nothing and returns:
+//   - atomicsem.ErrInvalidPermits (wrapped) if n < 0;
+//   - atomicsem.ErrExceedsMax (wrapped) if n is more than the burst;
+//   - ctx.Err() if ctx is done before the credits are spent;
+//   - ErrTooManyKeys if key is new and the table is full.
+//
+// It is a run-time error to pass a nil ctx; the panic's message begins
+// "keyed: ".
+func (l *Limiter) Spend(ctx context.Context, key string, n int64) error {
+	l.valid()
+	if ctx == nil {
+		panic("keyed: Spend with a nil Context")
+	}
+	_, err := l.take(ctx, key, n, false)
+	return err
+}
+
+// TryAcquire reserves n credits of key's bucket without waiting and
+// returns a token for them: its Release gives them back, its Forget spends
+// them, and reserved credit counts against the burst until then. It fails,
+// returning the zero Token, in the cases TrySpend does. A reservation
+// allocates its token's owner.
+func (l *Limiter) TryAcquire(key string, n int64) (token.Token, bool) {
+	l.valid()
+	if n < 0 || n > l.cfg.Burst() {
+		return token.Token{}, false
+	}
+	sh, st, err := l.lock(key)
+	if err != nil {
+		return token.Token{}, false
+	}
+	ok := false
+	if sh.lines == nil || sh.lines[key] == nil {
+		ok = st.TryReserve(l.cfg, l.cfg.Now(), n)
+	}
+	sh.mu.Unlock()
+	if !ok {
+		return token.Token{}, false
+	}
+	return token.New(&reservation{l: l, key: key}, n, 0), true
+}
+
+// Acquire reserves n credits of key's bucket, waiting as Spend does until
+// the balance covers them, and returns a token for them. It fails,
+// returning the zero Token, as Spend does.
+func (l *Limiter) Acquire(ctx context.Context, key string, n int64) (token.Token, error) {
+	l.valid()
+	if ctx == nil {
+		panic("keyed: Acquire with a nil Context")
+	}
+	if _, err := l.take(ctx, key, n, true); err != nil {
+		return token.Token{}, err
+	}
+	return token.New(&reservation{l: l, key: key}, n, 0), nil
+}
+
+// take spends (or, with reserve, reserves) n credits of key, waiting in
+// the key's line if it must. It returns whether it waited.
+func (l *Limiter) take(ctx context.Context, key string, n int64, reserve bool) (bool, error) {
+	if err := l.checkRequest(n); err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	sh, st, err := l.lock(key)
+	if err != nil {
+		return false, err
+	}
+	now := l.cfg.Now()
+	if sh.lines == nil || sh.lines[key] == nil {
+		var ok bool
+		if reserve {
+			ok = st.TryReserve(l.cfg, now, n)
+		} else {
+			ok = st.TrySpend(l.cfg, now, n)
+		}
+		if ok {
+			sh.mu.Unlock()
+			return false, nil
+		}
+	}
+	w := join(sh, key, n, reserve, now)
+	sh.mu.Unlock()
+	return true, l.wait(ctx, sh, key, w)
+}
+
+// Decision is what Take did and what the key's bucket holds after it.
+type Decision struct {
+	Spent   bool  // the credits were taken
+	Balance int64 // the key's credit left
+	// RetryIn is, when Spent is false, how long until accrual alone
+	// covers the request: -1 if it never does (at a rate of zero).
+	RetryIn time.Duration
+	// FullIn is how long until the key's balance is the burst less the
+	// credit reserved: -1 if it never is (at a rate of zero).
+	FullIn time.Duration
+}
+
+// Take is TrySpend that also says what the key's bucket holds afterwards
+// and when it will hold more, for a server to tell its client. It returns
+// ErrTooManyKeys, with the zero Decision, if key is new and the table is
+// full, and Spend's errors for an n that no wait could cover.
+//
+// On a key already present, Take allocates nothing.
+func (l *Limiter) Take(key string, n int64) (Decision, error) {
+	l.valid()
+	if err := l.checkRequest(n); err != nil {
+		return Decision{}, err
+	}
+	sh, st, err := l.lock(key)
+	if err != nil {
+		return Decision{}, err
+	}
+	now := l.cfg.Now()
+	var d Decision
+	if sh.lines == nil || sh.lines[key] == nil {
+		d.Spent = st.TrySpend(l.cfg, now, n)
+	}
+	d.Balance = st.Balance(l.cfg, now)
+	if !d.Spent {
+		d.RetryIn = l.waitFor(st, now, n)
+	}
+	d.FullIn = l.waitFor(st, now, l.cfg.Burst()-st.Reserved())
+	sh.mu.Unlock()
+	return d, nil
+}
+
+// waitFor returns how long from now until accrual raises st's balance to
+// n, or -1 if it never does.
+func (l *Limiter) waitFor(st *credit.State, now, n int64) time.Duration {
+	if d, ok := st.Wait(l.cfg, now, n); ok {
+		return d
+	}
+	return -1
+}
+
+// fillTime returns how long an empty bucket takes to fill, and false if it
+// never does (at a rate of zero) or does at once (at an infinite rate).
+func (l *Limiter) fillTime() (time.Duration, bool) {
+	var st credit.State
+	now := l.cfg.Now()
+	st.TrySpend(l.cfg, now, l.cfg.Burst())
+	d := l.waitFor(&st, now, l.cfg.Burst())
+	return d, d > 0
+}
+
+// Balance returns the credit key's bucket holds now, and reports whether
+// the table holds an entry for key; a key without one holds the burst.
+func (l *Limiter) Balance(key string) (int64, bool) {
+	l.valid()
+	sh := l.t.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if st, ok := sh.m[key]; ok {
+		return st.Balance(l.cfg, l.cfg.Now()), true
+	}
+	return l.cfg.Burst(), false
+}
+
+// Burst returns the burst of every key's bucket.
+func (l *Limiter) Burst() int64 { l.valid(); return l.cfg.Burst() }
+
+// Rate returns the rate of every key's bucket, in credits per second.
+func (l *Limiter) Rate() float64 { l.valid(); return l.cfg.Rate() }
+
+// Len returns the number of keys the table holds now.
+func (l *Limiter) Len() int { l.valid(); return l.t.len() }
+
+// Sweep drops every key whose bucket is indistinguishable from a new one,
+// and returns how many it dropped. The table drops such keys on its own
+// only when it is full; Sweep is for a caller that wants the memory back at
+// once.
+func (l *Limiter) Sweep() int { l.valid(); return l.t.sweep() }
+
+// reservation is the owner of a token from TryAcquire or Acquire: it
+// settles the credit with the key's bucket. The key cannot have been
+// dropped meanwhile, as a bucket with credit reserved is not full.
+type reservation struct {
+	l   *Limiter
+	key string
+}
+
+func (r *reservation) ReturnPermits(n int64, _ uint32) { r.l.settle(r.key, n, true) }
+func (r *reservation) ForgetPermits(n int64, _ uint32) { r.l.settle(r.key, n, false) }
+func (r *reservation) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) {
+	return r, tag
+}
+
+// settle gives n reserved credits of key back (or, without back, spends
+// them), and wakes the front of the key's line, which may now fit.
+func (l *Limiter) settle(key string, n int64, back bool) {
+	if n == 0 {
+		return
+	}
+	sh := l.t.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	st, ok := sh.m[key]
+	if !ok {
+		return // unreachable: see reservation
+	}
+	if back {
+		st.Release(l.cfg, l.cfg.Now(), n)
+	} else {
+		st.Forget(l.cfg, l.cfg.Now(), n)
+	}
+	if line := sh.lines[key]; line != nil {
+		line.head.poke()
+	}
+}

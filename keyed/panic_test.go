@@ -1,0 +1,59 @@
+package keyed_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/atomicsem/atomicsem/keyed"
+)
+
+// TestMisusePanicsWithPrefix checks that each provable caller bug panics
+// with a message that begins "keyed: ", and leaves the tables unchanged.
+func TestMisusePanicsWithPrefix(t *testing.T) {
+	l, err := keyed.NewLimiter(1, 2)
+	require.NoError(t, err)
+	s, err := keyed.NewSemaphores(2)
+	require.NoError(t, err)
+	var nilL *keyed.Limiter
+	var nilS *keyed.Semaphores
+	var nilCtx context.Context
+	tests := []struct {
+		name string
+		f    func()
+	}{
+		{"Limiter.Spend nil ctx", func() { _ = l.Spend(nilCtx, "k", 1) }},
+		{"Limiter.Acquire nil ctx", func() { _, _ = l.Acquire(nilCtx, "k", 1) }},
+		{"Semaphores.Acquire nil ctx", func() { _, _ = s.Acquire(nilCtx, "k", 1) }},
+		{"nil Limiter TrySpend", func() { nilL.TrySpend("k", 1) }},
+		{"nil Limiter Spend", func() { _ = nilL.Spend(context.Background(), "k", 1) }},
+		{"nil Limiter Take", func() { _, _ = nilL.Take("k", 1) }},
+		{"nil Limiter Len", func() { nilL.Len() }},
+		{"nil Semaphores TryAcquire", func() { nilS.TryAcquire("k", 1) }},
+		{"nil Semaphores Acquire", func() { _, _ = nilS.Acquire(context.Background(), "k", 1) }},
+		{"nil Semaphores SetLimit", func() { _ = nilS.SetLimit(1) }},
+		{"nil Semaphores Sweep", func() { nilS.Sweep() }},
+		{"Middleware nil Limiter", func() { keyed.Middleware(nil) }},
+		{"Middleware nil handler", func() { keyed.Middleware(l)(nil) }},
+		{"Middleware nil option", func() { keyed.Middleware(l, nil) }},
+		{"WithKeyFunc nil", func() { keyed.WithKeyFunc(nil) }},
+		{"WithRejection nil", func() { keyed.WithRejection(nil) }},
+		{"WithIPv6Prefix 129", func() { keyed.WithIPv6Prefix(129) }},
+		{"WithIPv6Prefix -1", func() { keyed.WithIPv6Prefix(-1) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				require.NotNil(t, r, "no panic")
+				require.True(t, strings.HasPrefix(fmt.Sprint(r), "keyed: "), "panic %q", r)
+			}()
+			tt.f()
+		})
+	}
+	require.Zero(t, l.Len())
+	require.Zero(t, s.Len())
+}
