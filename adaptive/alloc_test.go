@@ -84,6 +84,10 @@ func TestHandlerAllocatesOnlyItsWriter(t *testing.T) {
 	h := adaptive.Handler(lim, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest("GET", "/", nil)
-	require.Equal(t, 1.0, testing.AllocsPerRun(1000, func() { h.ServeHTTP(w, r) }))
+	want := 1.0
+	if raceEnabled {
+		want++ // the race build gives every token a cell of its own
+	}
+	require.Equal(t, want, testing.AllocsPerRun(1000, func() { h.ServeHTTP(w, r) }))
 	require.Equal(t, uint64(1001), lim.Stats().Succeeded)
 }

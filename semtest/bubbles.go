@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/semcontract"
 	"github.com/atomicsem/atomicsem/token"
 )
 
@@ -129,7 +129,7 @@ func bubbleServesWaiterOutsideByLimitAndClose(e *env) {
 		s.Close()
 	})
 	e.waitFor(p)
-	require.ErrorIs(e.t, p.err, atomicsem.ErrClosed)
+	require.ErrorIs(e.t, p.err, semcontract.ErrClosed)
 }
 
 // A WaitIdle outside any bubble, ended by the last release inside one.
