@@ -79,6 +79,7 @@ type Gradient2 struct {
 	last       time.Duration // the mean RTT of the last window
 	hasLast    bool          // whether last is known
 	sinceProbe float64       // samples since the last probe ended
+	sinceCalm  float64       // samples since a window's RTT was last within Tolerance
 	win        window
 	probe      probe
 }
@@ -106,6 +107,7 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 		return g.probeNext(s)
 	}
 	g.sinceProbe++
+	g.sinceCalm++
 	switch {
 	case !g.measured && !s.Dropped && s.RTT == 0:
 		// An RTT the clock cannot resolve: no probe can measure less.
@@ -113,8 +115,11 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 	case !g.measured:
 		return g.probe.begin(limit, g.last, g.hasLast, g.baseline, false, s.End())
 	case g.sinceProbe >= orDefault(g.ProbeInterval, 100)*limit:
-		if g.hasLast && g.last <= g.baseline {
-			g.sinceProbe = 0 // the last window showed no queue: a probe would measure the same
+		if g.sinceCalm < 5*limit {
+			// A window's RTT was within Tolerance of the baseline within
+			// the last five limits' worth of samples: the limit is where
+			// the gradient wants it, and a probe would measure the same.
+			g.sinceProbe = 0
 			break
 		}
 		return g.probe.begin(limit, g.last, g.hasLast, g.baseline, true, s.End())
@@ -140,13 +145,15 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 		gradient = 1
 		if tolerated := g.tolerance() * float64(g.baseline); float64(w.rtt) > tolerated {
 			gradient = math.Max(0.5, tolerated/float64(w.rtt))
+		} else {
+			g.sinceCalm = 0
 		}
 	}
 	if gradient == 1 {
 		// Grow only while the RTT is in the lower half of the tolerated
 		// band, and hold in the upper half: growing up to the edge would
 		// overshoot it by the round trip the RTT takes to show a change.
-		if float64(w.rtt) <= (1+(g.tolerance()-1)/2)*float64(g.baseline) {
+		if g.unqueued(w.rtt) && w.filled(limit) {
 			return limit + orDefault(g.Headroom, 4)
 		}
 		return limit
@@ -173,6 +180,12 @@ func (g *Gradient2) probeNext(s Sample) float64 {
 	return g.probe.exit(func(_ float64, rtt time.Duration) bool {
 		return float64(rtt) <= g.tolerance()*float64(g.baseline)
 	})
+}
+
+// unqueued reports whether rtt is in the lower half of the tolerated band
+// above the baseline, where the limit grows: no sign of a queue.
+func (g *Gradient2) unqueued(rtt time.Duration) bool {
+	return float64(rtt) <= (1+(g.tolerance()-1)/2)*float64(g.baseline)
 }
 
 func (g *Gradient2) tolerance() float64 { return orDefault(g.Tolerance, 1.1) }

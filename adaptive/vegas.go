@@ -81,6 +81,7 @@ type Vegas struct {
 	win        window
 	probe      probe
 	probeCount int     // samples since the last probe ended
+	sinceCalm  float64 // samples since a window last showed no more queue than Beta
 	jitter     float64 // in [0.5, 1): scales the interval between probes
 	rng        rand.PCG
 	seeded     bool
@@ -114,6 +115,7 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 		v.seeded = true
 	}
 	v.probeCount++
+	v.sinceCalm++
 	switch {
 	case !v.measured && !s.Dropped && s.RTT == 0:
 		// An RTT the clock cannot resolve: no probe can measure less.
@@ -122,8 +124,11 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 	case !v.measured:
 		return v.probe.begin(limit, v.last, v.hasLast, v.rttNoLoad, false, s.End())
 	case v.jitter*float64(orDefaultInt(v.ProbeMultiplier, 30))*limit <= float64(v.probeCount):
-		if v.hasLast && v.last <= v.rttNoLoad {
-			v.resetProbe() // the last window showed no queue: a probe would measure the same
+		if v.sinceCalm < 5*limit {
+			// A window showed no more queue than Beta within the last two
+			// limits' worth of samples: the limit is where the rule
+			// wants it, and a probe would measure the same.
+			v.resetProbe()
 			break
 		}
 		return v.probe.begin(limit, v.last, v.hasLast, v.rttNoLoad, true, s.End())
@@ -147,7 +152,13 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 			return limit // application-limited: the RTT says nothing about the limit
 		}
 		v.last, v.hasLast = w.rtt, true
-		switch queue := v.queue(limit, w.rtt); {
+		queue := v.queue(limit, w.rtt)
+		if queue <= v.beta(limit) {
+			v.sinceCalm = 0 // a queue the rule does not lower the limit for
+		}
+		switch {
+		case queue < v.alpha(limit) && !w.filled(limit):
+			return limit // a limit the requests do not reach is not raised
 		case queue <= lg:
 			next = limit + v.beta(limit)
 		case queue < v.alpha(limit):
