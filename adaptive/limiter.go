@@ -168,6 +168,9 @@ func (l *Limiter) Acquire(ctx context.Context, p *Permit) error {
 	}
 	l.mustExist()
 	p.mustBeFree()
+	if err := ctx.Err(); err != nil {
+		return err // as the semaphore's Acquire does for a ctx done before the call
+	}
 	var ok bool
 	if p.tok, ok = l.sem.TryAcquire(1); !ok {
 		return l.acquireSlow(ctx, p)
