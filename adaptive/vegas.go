@@ -125,7 +125,7 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 		return v.probe.begin(limit, v.last, v.hasLast, v.rttNoLoad, false, s.End())
 	case v.jitter*float64(orDefaultInt(v.ProbeMultiplier, 30))*limit <= float64(v.probeCount):
 		if v.sinceCalm < 5*limit {
-			// A window showed no more queue than Beta within the last two
+			// A window showed no more queue than Beta within the last five
 			// limits' worth of samples: the limit is where the rule
 			// wants it, and a probe would measure the same.
 			v.resetProbe()
