@@ -17,7 +17,8 @@ import (
 // so the limit grows by Headroom a window while the RTT is in the lower
 // half of the tolerated band, holds in the upper half, and shrinks in
 // proportion to the excess beyond it. It is not changed while fewer than
-// half the limit are in flight. The limit it settles at is where the RTT
+// half the limit are in flight, and grows only when the requests filled
+// it (see the package documentation). The limit it settles at is where the RTT
 // is about Tolerance times the baseline: for a service whose latency grows
 // in proportion to its queue, Tolerance times its capacity.
 //
@@ -45,7 +46,11 @@ import (
 //     next ones (at least ten). While a step's mean differs by more than
 //     10 % from the last step's (for the first, from the baseline), or a
 //     step saw a drop, it takes another step down. The smallest mean of
-//     the steps becomes the baseline, until the next probe. The limit
+//     the steps becomes the baseline, until the next probe. A probe that
+//     falls due is skipped while a window within the last five limits'
+//     worth of samples had its RTT within Tolerance of the baseline: the
+//     limit is where the gradient wants it, a probe would measure the
+//     same, and one started just after a cut would compound it. The limit
 //     then goes back to what it was if that limit's RTT was within
 //     Tolerance of the new baseline, else to the largest probed limit whose
 //     RTT was. A queue the limit builds therefore never becomes part of the

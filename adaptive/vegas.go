@@ -18,7 +18,8 @@ import (
 // up by Beta when the queue is at most log10(limit) (no queueing), up by
 // log10(limit) below Alpha, down by log10(limit) above Beta and on a drop,
 // and not at all in between or while fewer than half the limit are in
-// flight. The step is blended with the current limit by Smoothing.
+// flight; it grows only when the requests filled it (see the package
+// documentation). The step is blended with the current limit by Smoothing.
 // Netflix's VegasLimit takes these steps on every sample; taken once per
 // round trip instead, they are TCP Vegas's.
 //
@@ -43,10 +44,12 @@ import (
 // takes the mean RTT of about one limit's worth of the next ones (at least
 // ten). While a step's mean differs by more than 10 % from the last step's
 // (for the first, from rttNoLoad), or a step saw a drop, it takes another
-// step down. The smallest mean of the steps becomes rttNoLoad. The limit
-// then goes back to what it was if the queue its last window showed,
-// estimated against the new rttNoLoad, is at most Beta (the rule would not
-// lower it); else to the largest probed limit whose queue was, from which
+// step down. The smallest mean of the steps becomes rttNoLoad. A probe
+// that falls due is skipped while a window within the last five limits'
+// worth of samples showed a queue of at most Beta, as Gradient2 skips
+// one. The limit then goes back to what it was if the queue its last
+// window showed, estimated against the new rttNoLoad, is at most Beta (the
+// rule would not lower it); else to the largest probed limit whose queue was, from which
 // the rule takes over. A queue the limit builds therefore never becomes
 // the unloaded RTT, and a service whose own latency rises is followed at
 // the next probe; one whose latency falls is followed at once, since a
