@@ -47,10 +47,9 @@ import (
 //     10 % from the last step's (for the first, from the baseline), or a
 //     step saw a drop, it takes another step down. The smallest mean of
 //     the steps becomes the baseline, until the next probe. A probe that
-//     falls due is skipped while a window within the last five limits'
-//     worth of samples had its RTT within Tolerance of the baseline: the
-//     limit is where the gradient wants it, a probe would measure the
-//     same, and one started just after a cut would compound it. The limit
+//     falls due just after a window lowered the limit waits for the next
+//     window (at most a tenth of the interval), as stepping down from a
+//     limit just cut would compound the cut. The limit
 //     then goes back to what it was if that limit's RTT was within
 //     Tolerance of the new baseline, else to the largest probed limit whose
 //     RTT was. A queue the limit builds therefore never becomes part of the
@@ -84,7 +83,8 @@ type Gradient2 struct {
 	last       time.Duration // the mean RTT of the last window
 	hasLast    bool          // whether last is known
 	sinceProbe float64       // samples since the last probe ended
-	sinceCalm  float64       // samples since a window's RTT was last within Tolerance
+	lowered    bool          // whether the last window lowered the limit
+	deferred   float64       // samples a due probe has waited for a window after a cut
 	win        window
 	probe      probe
 }
@@ -112,7 +112,6 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 		return g.probeNext(s)
 	}
 	g.sinceProbe++
-	g.sinceCalm++
 	switch {
 	case !g.measured && !s.Dropped && s.RTT == 0:
 		// An RTT the clock cannot resolve: no probe can measure less.
@@ -120,11 +119,18 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 	case !g.measured:
 		return g.probe.begin(limit, g.last, g.hasLast, g.baseline, false, s.End())
 	case g.sinceProbe >= orDefault(g.ProbeInterval, 100)*limit:
-		if g.sinceCalm < 5*limit {
-			// A window's RTT was within Tolerance of the baseline within
-			// the last five limits' worth of samples: the limit is where
-			// the gradient wants it, and a probe would measure the same.
-			g.sinceProbe = 0
+		if g.hasLast && g.last <= g.baseline {
+			g.sinceProbe, g.deferred = 0, 0 // the last window showed no queue: a probe would measure the same
+			break
+		}
+		if g.lowered && g.deferred < orDefault(g.ProbeInterval, 100)*limit/10 {
+			// The last window lowered the limit: let the next one, at the
+			// lowered limit, report before the probe steps down from it,
+			// as it may show no queue (and make the probe needless), and
+			// two cuts in a row would compound. The wait is bounded (by a
+			// tenth of the interval), so that a limit that falls window
+			// after window is still probed.
+			g.deferred++
 			break
 		}
 		return g.probe.begin(limit, g.last, g.hasLast, g.baseline, true, s.End())
@@ -134,6 +140,7 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 	if !ok {
 		return limit
 	}
+	g.lowered = false
 	if w.failed {
 		return 1 // nothing completed: to the minimum, which the Limiter enforces
 	}
@@ -150,8 +157,6 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 		gradient = 1
 		if tolerated := g.tolerance() * float64(g.baseline); float64(w.rtt) > tolerated {
 			gradient = math.Max(0.5, tolerated/float64(w.rtt))
-		} else {
-			g.sinceCalm = 0
 		}
 	}
 	if gradient == 1 {
@@ -164,6 +169,7 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 		return limit
 	}
 	sm := orDefault(g.Smoothing, 0.5)
+	g.lowered = true
 	return limit*(1-sm) + limit*gradient*sm
 }
 
@@ -173,7 +179,7 @@ func (g *Gradient2) probeNext(s Sample) float64 {
 	if !done {
 		return limit
 	}
-	g.sinceProbe = 0
+	g.sinceProbe, g.deferred = 0, 0
 	g.win.restart(s.End())
 	if !measured {
 		return 1 // a step completed nothing: as a window that did not

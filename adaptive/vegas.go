@@ -46,11 +46,12 @@ import (
 // (for the first, from rttNoLoad), or a step saw a drop, it takes another
 // step down. The smallest mean of the steps becomes rttNoLoad. A probe
 // that falls due is skipped while a window within the last five limits'
-// worth of samples showed a queue of at most Beta, as Gradient2 skips
-// one. The limit then goes back to what it was if the queue its last
-// window showed, estimated against the new rttNoLoad, is at most Beta (the
-// rule would not lower it); else to the largest probed limit whose queue was, from which
-// the rule takes over. A queue the limit builds therefore never becomes
+// worth of samples showed a queue of at most Beta: the limit is where the
+// rule wants it, and a probe would measure the same. The limit then goes
+// back to what it was if the queue its last window showed, estimated
+// against the new rttNoLoad, is at most Beta (the rule would not lower
+// it); else to the largest probed limit whose queue was, from which the
+// rule takes over. A queue the limit builds therefore never becomes
 // the unloaded RTT, and a service whose own latency rises is followed at
 // the next probe; one whose latency falls is followed at once, since a
 // window whose mean RTT is below rttNoLoad lowers it.
