@@ -2,6 +2,7 @@ package adaptive
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -31,6 +32,11 @@ type Sample struct {
 	// InFlight is the number of requests in flight just after this one was
 	// admitted, itself included.
 	InFlight int64
+	// Limited reports whether the limit turned a request away (refused
+	// it, or made it wait) while this one was in flight: whether the
+	// limit, rather than the load offered, bounded the requests in
+	// flight.
+	Limited bool
 	// Dropped reports whether the request ended in Dropped: a timeout, an
 	// overload error or a rejection from downstream. A controller treats
 	// it as a sign of overload; its RTT says little.
@@ -61,6 +67,7 @@ type window struct {
 	ok      int           // samples that are not drops
 	sum     time.Duration // of the RTTs of those
 	highest int64         // the largest InFlight
+	limited bool          // whether any sample was Limited
 }
 
 // maxWindow bounds the samples of a window, so that a large limit still
@@ -71,6 +78,7 @@ const maxWindow = 100
 type summary struct {
 	rtt      time.Duration // the mean RTT of the samples that are not drops; 0 when all are
 	inFlight int64         // the largest InFlight
+	limited  bool          // whether any sample was Limited
 	dropped  bool          // whether any sample was a drop
 	failed   bool          // whether every sample was: nothing completed
 }
@@ -83,6 +91,7 @@ func (w *window) add(limit float64, s Sample) (summary, bool) {
 	}
 	w.n++
 	w.highest = max(w.highest, s.InFlight)
+	w.limited = w.limited || s.Limited
 	if !s.Dropped {
 		w.ok++
 		w.sum += s.RTT
@@ -90,7 +99,7 @@ func (w *window) add(limit float64, s Sample) (summary, bool) {
 	if float64(w.n) < min(maxWindow, max(1, limit/2)) {
 		return summary{}, false
 	}
-	sum := summary{inFlight: w.highest, dropped: w.ok < w.n, failed: w.ok == 0}
+	sum := summary{inFlight: w.highest, limited: w.limited, dropped: w.ok < w.n, failed: w.ok == 0}
 	if w.ok > 0 {
 		sum.rtt = w.sum / time.Duration(w.ok)
 	}
@@ -100,3 +109,13 @@ func (w *window) add(limit float64, s Sample) (summary, bool) {
 
 // restart empties the window and counts only requests admitted from t on.
 func (w *window) restart(t time.Time) { *w = window{since: t} }
+
+// filled reports whether the window's requests filled limit: whether the
+// limit turned a request away while one of them was in flight, or as many
+// were in flight as the limit allows. A controller raises a limit only
+// when it was filled, as TCP raises a window only when the window, not the
+// sender, bounded the data in flight (RFC 7661): a limit the requests do
+// not reach says nothing about how the service copes with it.
+func (s summary) filled(limit float64) bool {
+	return s.limited || float64(s.inFlight) >= math.Floor(limit)
+}

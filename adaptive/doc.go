@@ -51,7 +51,12 @@
 // last change already corrected, overshooting on the way up and collapsing
 // on the way down. So a window holds only the samples of requests admitted
 // since the last decision, and closes once it has half a limit's worth of
-// them (at least 1, at most 100). Their settings are
+// them (at least 1, at most 100). Gradient2 and Vegas raise a limit only
+// when the requests filled it (Sample.Limited, or as many in flight as it
+// allows), as TCP raises a window only when the window, not the sender,
+// bounded the data in flight: a limit nobody reaches says nothing about
+// the service, and one raised on the strength of fast requests alone is
+// found too high only once the slow ones catch up. Their settings are
 // exported fields, whose zero values are the defaults; a Controller of your
 // own is any type with a Next method. Go ports of the same algorithms are
 // platinummonkey/go-concurrency-limits and failsafe-go's adaptivelimiter

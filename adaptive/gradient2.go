@@ -17,7 +17,8 @@ import (
 // so the limit grows by Headroom a window while the RTT is in the lower
 // half of the tolerated band, holds in the upper half, and shrinks in
 // proportion to the excess beyond it. It is not changed while fewer than
-// half the limit are in flight. The limit it settles at is where the RTT
+// half the limit are in flight, and grows only when the requests filled
+// it (see the package documentation). The limit it settles at is where the RTT
 // is about Tolerance times the baseline: for a service whose latency grows
 // in proportion to its queue, Tolerance times its capacity.
 //
@@ -45,7 +46,10 @@ import (
 //     next ones (at least ten). While a step's mean differs by more than
 //     10 % from the last step's (for the first, from the baseline), or a
 //     step saw a drop, it takes another step down. The smallest mean of
-//     the steps becomes the baseline, until the next probe. The limit
+//     the steps becomes the baseline, until the next probe. A probe that
+//     falls due just after a window lowered the limit waits for the next
+//     window (at most a tenth of the interval), as stepping down from a
+//     limit just cut would compound the cut. The limit
 //     then goes back to what it was if that limit's RTT was within
 //     Tolerance of the new baseline, else to the largest probed limit whose
 //     RTT was. A queue the limit builds therefore never becomes part of the
@@ -79,6 +83,8 @@ type Gradient2 struct {
 	last       time.Duration // the mean RTT of the last window
 	hasLast    bool          // whether last is known
 	sinceProbe float64       // samples since the last probe ended
+	lowered    bool          // whether the last window lowered the limit
+	deferred   float64       // samples a due probe has waited for a window after a cut
 	win        window
 	probe      probe
 }
@@ -114,7 +120,17 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 		return g.probe.begin(limit, g.last, g.hasLast, g.baseline, false, s.End())
 	case g.sinceProbe >= orDefault(g.ProbeInterval, 100)*limit:
 		if g.hasLast && g.last <= g.baseline {
-			g.sinceProbe = 0 // the last window showed no queue: a probe would measure the same
+			g.sinceProbe, g.deferred = 0, 0 // the last window showed no queue: a probe would measure the same
+			break
+		}
+		if g.lowered && g.deferred < orDefault(g.ProbeInterval, 100)*limit/10 {
+			// The last window lowered the limit: let the next one, at the
+			// lowered limit, report before the probe steps down from it,
+			// as it may show no queue (and make the probe needless), and
+			// two cuts in a row would compound. The wait is bounded (by a
+			// tenth of the interval), so that a limit that falls window
+			// after window is still probed.
+			g.deferred++
 			break
 		}
 		return g.probe.begin(limit, g.last, g.hasLast, g.baseline, true, s.End())
@@ -124,6 +140,7 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 	if !ok {
 		return limit
 	}
+	g.lowered = false
 	if w.failed {
 		return 1 // nothing completed: to the minimum, which the Limiter enforces
 	}
@@ -146,12 +163,13 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 		// Grow only while the RTT is in the lower half of the tolerated
 		// band, and hold in the upper half: growing up to the edge would
 		// overshoot it by the round trip the RTT takes to show a change.
-		if float64(w.rtt) <= (1+(g.tolerance()-1)/2)*float64(g.baseline) {
+		if g.unqueued(w.rtt) && w.filled(limit) {
 			return limit + orDefault(g.Headroom, 4)
 		}
 		return limit
 	}
 	sm := orDefault(g.Smoothing, 0.5)
+	g.lowered = true
 	return limit*(1-sm) + limit*gradient*sm
 }
 
@@ -161,7 +179,7 @@ func (g *Gradient2) probeNext(s Sample) float64 {
 	if !done {
 		return limit
 	}
-	g.sinceProbe = 0
+	g.sinceProbe, g.deferred = 0, 0
 	g.win.restart(s.End())
 	if !measured {
 		return 1 // a step completed nothing: as a window that did not
@@ -173,6 +191,12 @@ func (g *Gradient2) probeNext(s Sample) float64 {
 	return g.probe.exit(func(_ float64, rtt time.Duration) bool {
 		return float64(rtt) <= g.tolerance()*float64(g.baseline)
 	})
+}
+
+// unqueued reports whether rtt is in the lower half of the tolerated band
+// above the baseline, where the limit grows: no sign of a queue.
+func (g *Gradient2) unqueued(rtt time.Duration) bool {
+	return float64(rtt) <= (1+(g.tolerance()-1)/2)*float64(g.baseline)
 }
 
 func (g *Gradient2) tolerance() float64 { return orDefault(g.Tolerance, 1.1) }

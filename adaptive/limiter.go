@@ -60,7 +60,12 @@ type Limiter struct {
 	inFlight atomic.Int64
 	lastRTT  atomic.Int64 // nanoseconds of the last Succeeded RTT
 	rejected atomic.Uint64
-	min, max float64
+	// turnedAway counts the requests the limit turned away: TryAcquire
+	// calls that found no free slot and Acquire calls that had to wait.
+	// A Permit keeps its value at admission, so that its end can tell
+	// whether the limit bounded the requests in flight meanwhile.
+	turnedAway atomic.Uint64
+	min, max   float64
 	// epoch is when the limiter was made. Permits keep their start as the
 	// time since epoch, which time.Since reads from the monotonic clock
 	// alone: time.Now would read the wall clock too, and on a request's
@@ -163,6 +168,22 @@ func (l *Limiter) Acquire(ctx context.Context, p *Permit) error {
 	}
 	l.mustExist()
 	p.mustBeFree()
+	if err := ctx.Err(); err != nil {
+		return err // as the semaphore's Acquire does for a ctx done before the call
+	}
+	var ok bool
+	if p.tok, ok = l.sem.TryAcquire(1); !ok {
+		return l.acquireSlow(ctx, p)
+	}
+	l.admit(p)
+	return nil
+}
+
+// acquireSlow waits for a slot, counting the wait as a request the limit
+// turned away. It is outlined so that Acquire's path without a wait stays
+// small.
+func (l *Limiter) acquireSlow(ctx context.Context, p *Permit) error {
+	l.turnedAway.Add(1)
 	var err error
 	if p.tok, err = l.sem.Acquire(ctx, 1); err != nil {
 		return err
@@ -183,6 +204,7 @@ func (l *Limiter) TryAcquire(p *Permit) bool {
 	var ok bool
 	if p.tok, ok = l.sem.TryAcquire(1); !ok {
 		l.rejected.Add(1)
+		l.turnedAway.Add(1)
 		return false
 	}
 	l.admit(p)
@@ -201,6 +223,7 @@ func (l *Limiter) mustExist() {
 func (l *Limiter) admit(p *Permit) {
 	p.l = l
 	p.inFlight = l.inFlight.Add(1)
+	p.turnedAway = l.turnedAway.Load()
 	p.start = time.Since(l.epoch)
 }
 

@@ -29,10 +29,11 @@ import (
 // into one that is; the panic message begins "adaptive: ", and the limiter
 // is left unchanged.
 type Permit struct {
-	l        *Limiter
-	tok      token.Token
-	inFlight int64
-	start    time.Duration // since l.epoch
+	l          *Limiter
+	tok        token.Token
+	inFlight   int64
+	turnedAway uint64        // l.turnedAway at admission
+	start      time.Duration // since l.epoch
 }
 
 // Succeeded ends the permit as a completed request and frees its slot.
@@ -75,7 +76,8 @@ func (p *Permit) Start() time.Time {
 // does not wait for the controller too.
 func (p *Permit) end(dropped bool) {
 	l := p.take()
-	s := Sample{Start: l.epoch.Add(p.start), RTT: time.Since(l.epoch) - p.start, InFlight: p.inFlight, Dropped: dropped}
+	s := Sample{Start: l.epoch.Add(p.start), RTT: time.Since(l.epoch) - p.start, InFlight: p.inFlight,
+		Limited: l.turnedAway.Load() != p.turnedAway, Dropped: dropped}
 	l.inFlight.Add(-1)
 	p.tok.Release()
 	l.record(s)

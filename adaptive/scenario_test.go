@@ -20,11 +20,10 @@ import (
 // the figures, beside the peers', and says why each miss misses.
 func TestFailureScenarios(t *testing.T) {
 	misses := map[string]bool{
-		// Windows of completions see the fast requests of a cohort before
-		// its slow ones, so their mean RTTs swing with the mix.
-		"bimodal latency/AIMD":      true,
-		"bimodal latency/Vegas":     true,
-		"bimodal latency/Gradient2": true,
+		// AIMD settles where the window's mean RTT reaches its Timeout, set
+		// for the 20 ms service; with 90 % of requests at 50 µs, that
+		// takes a queue of several times the capacity.
+		"bimodal latency/AIMD": true,
 		// Cancelled requests free their workers early, so the service
 		// completes more whole requests at the same RTT; AIMD settles where
 		// the RTT reaches its Timeout, which takes a longer queue.

@@ -18,7 +18,8 @@ import (
 // up by Beta when the queue is at most log10(limit) (no queueing), up by
 // log10(limit) below Alpha, down by log10(limit) above Beta and on a drop,
 // and not at all in between or while fewer than half the limit are in
-// flight. The step is blended with the current limit by Smoothing.
+// flight; it grows only when the requests filled it (see the package
+// documentation). The step is blended with the current limit by Smoothing.
 // Netflix's VegasLimit takes these steps on every sample; taken once per
 // round trip instead, they are TCP Vegas's.
 //
@@ -43,11 +44,14 @@ import (
 // takes the mean RTT of about one limit's worth of the next ones (at least
 // ten). While a step's mean differs by more than 10 % from the last step's
 // (for the first, from rttNoLoad), or a step saw a drop, it takes another
-// step down. The smallest mean of the steps becomes rttNoLoad. The limit
-// then goes back to what it was if the queue its last window showed,
-// estimated against the new rttNoLoad, is at most Beta (the rule would not
-// lower it); else to the largest probed limit whose queue was, from which
-// the rule takes over. A queue the limit builds therefore never becomes
+// step down. The smallest mean of the steps becomes rttNoLoad. A probe
+// that falls due is skipped while a window within the last five limits'
+// worth of samples showed a queue of at most Beta: the limit is where the
+// rule wants it, and a probe would measure the same. The limit then goes
+// back to what it was if the queue its last window showed, estimated
+// against the new rttNoLoad, is at most Beta (the rule would not lower
+// it); else to the largest probed limit whose queue was, from which the
+// rule takes over. A queue the limit builds therefore never becomes
 // the unloaded RTT, and a service whose own latency rises is followed at
 // the next probe; one whose latency falls is followed at once, since a
 // window whose mean RTT is below rttNoLoad lowers it.
@@ -81,6 +85,7 @@ type Vegas struct {
 	win        window
 	probe      probe
 	probeCount int     // samples since the last probe ended
+	sinceCalm  float64 // samples since a window last showed no more queue than Beta
 	jitter     float64 // in [0.5, 1): scales the interval between probes
 	rng        rand.PCG
 	seeded     bool
@@ -114,6 +119,7 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 		v.seeded = true
 	}
 	v.probeCount++
+	v.sinceCalm++
 	switch {
 	case !v.measured && !s.Dropped && s.RTT == 0:
 		// An RTT the clock cannot resolve: no probe can measure less.
@@ -122,8 +128,11 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 	case !v.measured:
 		return v.probe.begin(limit, v.last, v.hasLast, v.rttNoLoad, false, s.End())
 	case v.jitter*float64(orDefaultInt(v.ProbeMultiplier, 30))*limit <= float64(v.probeCount):
-		if v.hasLast && v.last <= v.rttNoLoad {
-			v.resetProbe() // the last window showed no queue: a probe would measure the same
+		if v.sinceCalm < 5*limit {
+			// A window showed no more queue than Beta within the last five
+			// limits' worth of samples: the limit is where the rule
+			// wants it, and a probe would measure the same.
+			v.resetProbe()
 			break
 		}
 		return v.probe.begin(limit, v.last, v.hasLast, v.rttNoLoad, true, s.End())
@@ -147,7 +156,13 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 			return limit // application-limited: the RTT says nothing about the limit
 		}
 		v.last, v.hasLast = w.rtt, true
-		switch queue := v.queue(limit, w.rtt); {
+		queue := v.queue(limit, w.rtt)
+		if queue <= v.beta(limit) {
+			v.sinceCalm = 0 // a queue the rule does not lower the limit for
+		}
+		switch {
+		case queue < v.alpha(limit) && !w.filled(limit):
+			return limit // a limit the requests do not reach is not raised
 		case queue <= lg:
 			next = limit + v.beta(limit)
 		case queue < v.alpha(limit):
