@@ -209,6 +209,18 @@ func (w *waiter) follow(v *view) (*view, error) {
 		if !changes(v, resp.Events) {
 			continue // a change that the view already shows
 		}
+		if v.assumed && touches(v, resp.Events, s.cfgKey) {
+			// The view's holders rest on the config being unchanged.
+			return s.read(w.ctx)
+		}
+		if w.aheadTakesAll(v, resp.Events) {
+			w.mu.Lock()
+			rev := v.rev
+			err := s.applyEvents(v, resp.Events)
+			v.rev = rev
+			w.mu.Unlock()
+			return v, err
+		}
 		if w.targetsHold(v) {
 			// A holder's release, or a config change, seen by the first
 			// in line, whose view is exact for every key that can admit
@@ -258,6 +270,66 @@ func (w *waiter) targetsHold(v *view) bool {
 	}
 	me := v.entries[w.key]
 	return me != nil && me.n <= v.cfg.Limit
+}
+
+// aheadTakesAll reports whether events show the waiter ahead in v granted
+// the whole limit, and if so makes v the view as of that grant, so that
+// the waiter, now first in line, need not read the semaphore to learn the
+// holders: the rules admit a grant only while the permits held beside it
+// fit the limit, so with the config unchanged the key ahead is then the
+// only holder, and every key ahead of it is held or gone (grants are in
+// arrival order), so gone. The config's being unchanged since v is not
+// known here; every grant compares it, so a grant made from this view
+// commits only if it was (and then the view was right at the grant), and
+// a change to the config seen meanwhile makes the waiter read again.
+func (w *waiter) aheadTakesAll(v *view, events []*clientv3.Event) bool {
+	me := v.entries[w.key]
+	if me == nil || me.held || me.n > v.cfg.Limit || v.cfg.Closed {
+		return false
+	}
+	var first *clientv3.Event
+	for _, ev := range events {
+		if ev.Kv.ModRevision <= v.rev {
+			continue
+		}
+		if first == nil {
+			first = ev
+		}
+		if string(ev.Kv.Key) != string(first.Kv.Key) {
+			return false
+		}
+	}
+	if first == nil || first.Type != clientv3.EventTypePut {
+		return false
+	}
+	key := string(first.Kv.Key)
+	ahead := v.entries[key]
+	if ahead == nil || ahead.held || ahead.create != first.Kv.CreateRevision || ahead.create >= me.create {
+		return false
+	}
+	e, err := parseEntry(key, first.Kv)
+	if err != nil || !e.held || e.n != v.cfg.Limit {
+		return false
+	}
+	w.mu.Lock()
+	for k, o := range v.entries {
+		if o != me && o != ahead && (o.held || (o.create < me.create && o.n <= v.cfg.Limit)) {
+			delete(v.entries, k)
+		}
+	}
+	v.assumed = true
+	w.mu.Unlock()
+	return true
+}
+
+// touches reports whether events hold a change to key later than v.
+func touches(v *view, events []*clientv3.Event, key string) bool {
+	for _, ev := range events {
+		if ev.Kv.ModRevision > v.rev && string(ev.Kv.Key) == key {
+			return true
+		}
+	}
+	return false
 }
 
 // changes reports whether events hold a change later than v.
