@@ -209,29 +209,7 @@ func (w *waiter) follow(v *view) (*view, error) {
 		if !changes(v, resp.Events) {
 			continue // a change that the view already shows
 		}
-		if v.assumed && touches(v, resp.Events, s.cfgKey) {
-			// The view's holders rest on the config being unchanged.
-			return s.read(w.ctx)
-		}
-		if w.aheadTakesAll(v, resp.Events) {
-			w.mu.Lock()
-			rev := v.rev
-			err := s.applyEvents(v, resp.Events)
-			v.rev = rev
-			w.mu.Unlock()
-			return v, err
-		}
-		if w.targetsHold(v) {
-			// A holder's release, or a config change, seen by the first
-			// in line, whose view is exact for every key that can admit
-			// it: apply it and look. The view keeps its revision, so
-			// that a watch chosen from it later starts early enough to
-			// see the changes to keys it did not watch.
-			w.mu.Lock()
-			rev := v.rev
-			err := s.applyEvents(v, resp.Events)
-			v.rev = rev
-			w.mu.Unlock()
+		if ok, err := w.absorb(v, resp.Events); ok || err != nil {
 			return v, err
 		}
 		return s.read(w.ctx)
@@ -270,6 +248,29 @@ func (w *waiter) targetsHold(v *view) bool {
 	}
 	me := v.entries[w.key]
 	return me != nil && me.n <= v.cfg.Limit
+}
+
+// absorb brings events into v where that leaves v exact for every key that
+// can admit the waiter, and reports whether it did; otherwise the waiter
+// reads the semaphore again. So it does for a holder's release or a config
+// change seen by the first in line, which watches every key that can admit
+// it, and for a grant that leaves the key ahead of it the only holder
+// (aheadTakesAll). The view keeps its revision, so that a watch chosen
+// from it later starts early enough to see the changes to keys it did not
+// watch.
+func (w *waiter) absorb(v *view, events []*clientv3.Event) (bool, error) {
+	if v.assumed && touches(v, events, w.s.cfgKey) {
+		return false, nil // the view's holders rest on the config being unchanged
+	}
+	if !w.aheadTakesAll(v, events) && !w.targetsHold(v) {
+		return false, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rev := v.rev
+	err := w.s.applyEvents(v, events)
+	v.rev = rev
+	return true, err
 }
 
 // aheadTakesAll reports whether events show the waiter ahead in v granted
