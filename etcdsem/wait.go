@@ -30,7 +30,9 @@ import (
 // the wait. So each change wakes only the waiters it can admit: a release
 // wakes the first in line, and its grant wakes the next, which then reads
 // the semaphore once to learn the holders it waits for. The key it
-// watched as the one ahead is among them, and its watch goes on.
+// watched as the one ahead is among them, and its watch goes on. Where
+// that grant took the whole limit, the rules leave its key the only
+// holder, and the waiter needs no read (see aheadTakesAll).
 //
 // Each watch starts at the present: etcd sends changes as they are made on
 // a watch that starts at a revision it has not yet reached, but serves one
