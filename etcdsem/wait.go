@@ -174,8 +174,8 @@ func (w *waiter) follow(v *view) (*view, error) {
 	keys := w.targets(v)
 	if w.watch(v, keys) {
 		// A watch started after v's revision: what it watches may have
-		// changed in between. Read again; the watches carry on from it.
-		return s.read(w.ctx)
+		// changed in between. Look again; the watches carry on from it.
+		return w.recheck(v, keys)
 	}
 	w.mu.Lock()
 	w.view, w.watched, w.idle = v, keys, true
@@ -216,6 +216,36 @@ func (w *waiter) follow(v *view) (*view, error) {
 		}
 		return s.read(w.ctx)
 	}
+}
+
+// recheck returns v if none of keys, the keys the waiter watches in v,
+// has changed since v, and otherwise the semaphore's view read afresh, in
+// one round trip. v then stays exact for every key that can admit the
+// waiter, so the waiter need not read the others' keys: one transaction
+// compares the watched keys' mod revisions with v's and reads the prefix
+// only if one differs.
+func (w *waiter) recheck(v *view, keys []string) (*view, error) {
+	s := w.s
+	cmps := make([]clientv3.Cmp, 0, len(keys))
+	for _, key := range keys {
+		var mod int64 // a key that is gone compares as 0
+		if key == s.cfgKey {
+			mod = v.cfg.mod
+		} else if e := v.entries[key]; e != nil {
+			mod = e.mod
+		}
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", mod))
+	}
+	rctx, cancel := s.rpcContext(w.ctx)
+	defer cancel()
+	resp, err := s.client.Txn(rctx).If(cmps...).Else(clientv3.OpGet(s.prefix, clientv3.WithPrefix())).Commit()
+	if err != nil {
+		return nil, s.rpcError(w.ctx, err)
+	}
+	if resp.Succeeded {
+		return v, nil
+	}
+	return s.viewOf(resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
 }
 
 // reread reads the semaphore afresh for a waiter whose watch ended,
