@@ -39,8 +39,8 @@ import (
 // that starts at a past revision from a loop that catches up every 100 ms,
 // and under contention the revision a waiter read is past by the time its
 // watch reaches etcd. When a watch starts later than the view it was
-// chosen from, the waiter reads the semaphore once more, so that no change
-// in between is missed.
+// chosen from, the waiter checks that what it watches is as the view has
+// it, and reads the semaphore if not, so no change in between is missed.
 //
 // A waiter whose process dies while first in line holds back those
 // behind it until its lease runs out and etcd deletes its key, which wakes
