@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -117,4 +118,76 @@ func TryAcquireAfter(ctx context.Context, s *Semaphore, n int64, between func())
 		tok.Release()
 	}
 	return ok, err
+}
+
+// An EventWaiter is a waiter on a view built from keys, without etcd, to
+// which a test feeds watch events: Put, Delete and SetLimit each report
+// whether the waiter brought the event into its view (true) or must read
+// the semaphore again (false).
+type EventWaiter struct {
+	w   *waiter
+	v   *view
+	rev int64
+}
+
+// NewEventWaiter returns a waiter named me on a semaphore with the given
+// limit whose keys arrived in the order given (me among them), watching
+// the keys named in watched and the config.
+func NewEventWaiter(limit int64, keys []WalkKey, me string, watched []string) *EventWaiter {
+	s := &Semaphore{prefix: "/p/", cfgKey: "/p/config", keyDir: "/p/k/", parked: make(map[*waiter]struct{})}
+	c := config{Limit: limit, Max: MaxPermits, mod: 1}
+	c.value = c.encode()
+	v := &view{cfg: c, entries: make(map[string]*entry)}
+	for i, k := range keys {
+		rev := int64(i + 2)
+		v.entries[s.keyDir+k.Name] = &entry{key: s.keyDir + k.Name, create: rev, mod: rev, n: k.N, held: k.Held}
+	}
+	v.rev = int64(len(keys) + 1)
+	w := &waiter{s: s, key: s.keyDir + me, ctx: context.Background(), watches: map[string]*keyWatch{s.cfgKey: {key: s.cfgKey}}}
+	for _, k := range watched {
+		w.watches[s.keyDir+k] = &keyWatch{key: s.keyDir + k}
+	}
+	return &EventWaiter{w: w, v: v, rev: v.rev}
+}
+
+func (t *EventWaiter) feed(typ mvccpb.Event_EventType, kv *mvccpb.KeyValue) bool {
+	t.rev++
+	kv.ModRevision = t.rev
+	ok, err := t.w.absorb(t.v, []*clientv3.Event{{Type: typ, Kv: kv}})
+	if err != nil {
+		panic(err)
+	}
+	return ok
+}
+
+// Put feeds a put of the acquirer's key name, created at the revision it
+// had in the view.
+func (t *EventWaiter) Put(name string, held bool, n int64) bool {
+	key := t.w.s.keyDir + name
+	create := t.rev + 1
+	if e := t.v.entries[key]; e != nil {
+		create = e.create
+	}
+	return t.feed(mvccpb.PUT, &mvccpb.KeyValue{Key: []byte(key), CreateRevision: create, Value: []byte(entryValue(held, n))})
+}
+
+// Delete feeds the deletion of the acquirer's key name.
+func (t *EventWaiter) Delete(name string) bool {
+	return t.feed(mvccpb.DELETE, &mvccpb.KeyValue{Key: []byte(t.w.s.keyDir + name)})
+}
+
+// SetLimit feeds a change of the config's limit.
+func (t *EventWaiter) SetLimit(limit int64) bool {
+	c := config{Limit: limit, Max: MaxPermits}
+	return t.feed(mvccpb.PUT, &mvccpb.KeyValue{Key: []byte(t.w.s.cfgKey), CreateRevision: 1, Value: []byte(c.encode())})
+}
+
+// Keys returns the acquirers' keys the waiter's view holds, by name, as
+// "held N" or "wait N".
+func (t *EventWaiter) Keys() map[string]string {
+	out := make(map[string]string, len(t.v.entries))
+	for _, e := range t.v.entries {
+		out[strings.TrimPrefix(e.key, t.w.s.keyDir)] = entryValue(e.held, e.n)
+	}
+	return out
 }

@@ -20,6 +20,10 @@ type view struct {
 	rev     int64
 	cfg     config            // mod is 0 if the config key is missing
 	entries map[string]*entry // the acquirers' keys, by name
+	// assumed is set on a view that a waiter derived from a grant it
+	// watched rather than read: it is right only if the config did not
+	// change since rev (see waiter.aheadTakesAll).
+	assumed bool
 }
 
 // An entry is one acquirer's key: its weight and whether it holds or waits.

@@ -30,15 +30,17 @@ import (
 // the wait. So each change wakes only the waiters it can admit: a release
 // wakes the first in line, and its grant wakes the next, which then reads
 // the semaphore once to learn the holders it waits for. The key it
-// watched as the one ahead is among them, and its watch goes on.
+// watched as the one ahead is among them, and its watch goes on. Where
+// that grant took the whole limit, the rules leave its key the only
+// holder, and the waiter needs no read (see aheadTakesAll).
 //
 // Each watch starts at the present: etcd sends changes as they are made on
 // a watch that starts at a revision it has not yet reached, but serves one
 // that starts at a past revision from a loop that catches up every 100 ms,
 // and under contention the revision a waiter read is past by the time its
 // watch reaches etcd. When a watch starts later than the view it was
-// chosen from, the waiter reads the semaphore once more, so that no change
-// in between is missed.
+// chosen from, the waiter checks that what it watches is as the view has
+// it, and reads the semaphore if not, so no change in between is missed.
 //
 // A waiter whose process dies while first in line holds back those
 // behind it until its lease runs out and etcd deletes its key, which wakes
@@ -172,8 +174,8 @@ func (w *waiter) follow(v *view) (*view, error) {
 	keys := w.targets(v)
 	if w.watch(v, keys) {
 		// A watch started after v's revision: what it watches may have
-		// changed in between. Read again; the watches carry on from it.
-		return s.read(w.ctx)
+		// changed in between. Look again; the watches carry on from it.
+		return w.recheck(v, keys)
 	}
 	w.mu.Lock()
 	w.view, w.watched, w.idle = v, keys, true
@@ -209,21 +211,41 @@ func (w *waiter) follow(v *view) (*view, error) {
 		if !changes(v, resp.Events) {
 			continue // a change that the view already shows
 		}
-		if w.targetsHold(v) {
-			// A holder's release, or a config change, seen by the first
-			// in line, whose view is exact for every key that can admit
-			// it: apply it and look. The view keeps its revision, so
-			// that a watch chosen from it later starts early enough to
-			// see the changes to keys it did not watch.
-			w.mu.Lock()
-			rev := v.rev
-			err := s.applyEvents(v, resp.Events)
-			v.rev = rev
-			w.mu.Unlock()
+		if ok, err := w.absorb(v, resp.Events); ok || err != nil {
 			return v, err
 		}
 		return s.read(w.ctx)
 	}
+}
+
+// recheck returns v if none of keys, the keys the waiter watches in v,
+// has changed since v, and otherwise the semaphore's view read afresh, in
+// one round trip. v then stays exact for every key that can admit the
+// waiter, so the waiter need not read the others' keys: one transaction
+// compares the watched keys' mod revisions with v's and reads the prefix
+// only if one differs.
+func (w *waiter) recheck(v *view, keys []string) (*view, error) {
+	s := w.s
+	cmps := make([]clientv3.Cmp, 0, len(keys))
+	for _, key := range keys {
+		var mod int64 // a key that is gone compares as 0
+		if key == s.cfgKey {
+			mod = v.cfg.mod
+		} else if e := v.entries[key]; e != nil {
+			mod = e.mod
+		}
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", mod))
+	}
+	rctx, cancel := s.rpcContext(w.ctx)
+	defer cancel()
+	resp, err := s.client.Txn(rctx).If(cmps...).Else(clientv3.OpGet(s.prefix, clientv3.WithPrefix())).Commit()
+	if err != nil {
+		return nil, s.rpcError(w.ctx, err)
+	}
+	if resp.Succeeded {
+		return v, nil
+	}
+	return s.viewOf(resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
 }
 
 // reread reads the semaphore afresh for a waiter whose watch ended,
@@ -258,6 +280,89 @@ func (w *waiter) targetsHold(v *view) bool {
 	}
 	me := v.entries[w.key]
 	return me != nil && me.n <= v.cfg.Limit
+}
+
+// absorb brings events into v where that leaves v exact for every key that
+// can admit the waiter, and reports whether it did; otherwise the waiter
+// reads the semaphore again. So it does for a holder's release or a config
+// change seen by the first in line, which watches every key that can admit
+// it, and for a grant that leaves the key ahead of it the only holder
+// (aheadTakesAll). The view keeps its revision, so that a watch chosen
+// from it later starts early enough to see the changes to keys it did not
+// watch.
+func (w *waiter) absorb(v *view, events []*clientv3.Event) (bool, error) {
+	if v.assumed && touches(v, events, w.s.cfgKey) {
+		return false, nil // the view's holders rest on the config being unchanged
+	}
+	if !w.aheadTakesAll(v, events) && !w.targetsHold(v) {
+		return false, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rev := v.rev
+	err := w.s.applyEvents(v, events)
+	v.rev = rev
+	return true, err
+}
+
+// aheadTakesAll reports whether events show the waiter ahead in v granted
+// the whole limit, and if so makes v the view as of that grant, so that
+// the waiter, now first in line, need not read the semaphore to learn the
+// holders: the rules admit a grant only while the permits held beside it
+// fit the limit, so with the config unchanged the key ahead is then the
+// only holder, and every key ahead of it is held or gone (grants are in
+// arrival order), so gone. The config's being unchanged since v is not
+// known here; every grant compares it, so a grant made from this view
+// commits only if it was (and then the view was right at the grant), and
+// a change to the config seen meanwhile makes the waiter read again.
+func (w *waiter) aheadTakesAll(v *view, events []*clientv3.Event) bool {
+	me := v.entries[w.key]
+	if me == nil || me.held || me.n > v.cfg.Limit || v.cfg.Closed {
+		return false
+	}
+	var first *clientv3.Event
+	for _, ev := range events {
+		if ev.Kv.ModRevision <= v.rev {
+			continue
+		}
+		if first == nil {
+			first = ev
+		}
+		if string(ev.Kv.Key) != string(first.Kv.Key) {
+			return false
+		}
+	}
+	if first == nil || first.Type != clientv3.EventTypePut {
+		return false
+	}
+	key := string(first.Kv.Key)
+	ahead := v.entries[key]
+	if ahead == nil || ahead.held || ahead.create != first.Kv.CreateRevision || ahead.create >= me.create {
+		return false
+	}
+	e, err := parseEntry(key, first.Kv)
+	if err != nil || !e.held || e.n != v.cfg.Limit {
+		return false
+	}
+	w.mu.Lock()
+	for k, o := range v.entries {
+		if o != me && o != ahead && (o.held || (o.create < me.create && o.n <= v.cfg.Limit)) {
+			delete(v.entries, k)
+		}
+	}
+	v.assumed = true
+	w.mu.Unlock()
+	return true
+}
+
+// touches reports whether events hold a change to key later than v.
+func touches(v *view, events []*clientv3.Event, key string) bool {
+	for _, ev := range events {
+		if ev.Kv.ModRevision > v.rev && string(ev.Kv.Key) == key {
+			return true
+		}
+	}
+	return false
 }
 
 // changes reports whether events hold a change later than v.
