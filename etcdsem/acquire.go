@@ -128,10 +128,6 @@ func (s *Semaphore) checkOpen(ctx context.Context) error {
 	return nil
 }
 
-// emptyToken returns a token for no permits, whose ending asks etcd
-// nothing.
-func emptyToken() token.Token { return token.New(noPermits{}, 0, 0) }
-
 // arrive writes the caller's key for n permits, bound to the session's
 // lease, in one round trip. Where no acquirer's key exists and n fits the
 // limit, the key is written held and arrive returns the revision of that
@@ -221,7 +217,7 @@ func (s *Semaphore) arrival(ctx context.Context, key string, n int64, c config, 
 // session; no acquirer's key and no tombstone outlives the call that wrote
 // it.
 func (s *Semaphore) cleanUp(ctx context.Context, key string, err error) error {
-	s.settle(ctx, fmt.Sprintf("taking back %q", key), func(ctx context.Context) error {
+	s.persist(ctx, fmt.Sprintf("taking back %q", key), func(ctx context.Context) error {
 		resp, err := s.client.Txn(ctx).
 			Then(clientv3.OpPut(s.floor, "", clientv3.WithLease(s.session.Lease())), clientv3.OpDelete(key)).
 			Commit()
@@ -239,7 +235,7 @@ func (s *Semaphore) cleanUp(ctx context.Context, key string, err error) error {
 // still in flight compares the key's mod revision, so it cannot recreate
 // it.
 func (s *Semaphore) takeBack(ctx context.Context, key string, err error) error {
-	s.settle(ctx, fmt.Sprintf("taking back %q", key), func(ctx context.Context) error {
+	s.persist(ctx, fmt.Sprintf("taking back %q", key), func(ctx context.Context) error {
 		_, err := s.client.Delete(ctx, key)
 		if err == nil {
 			s.freeKey(key)
@@ -351,7 +347,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (token.Token, bool,
 		if err := s.checkOpen(ctx); err != nil {
 			return token.Token{}, false, err
 		}
-		return emptyToken(), true, nil
+		return token.Empty(), true, nil
 	}
 	c := s.cachedConfig()
 	if c.Closed || n > c.Limit {

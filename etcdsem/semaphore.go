@@ -439,17 +439,17 @@ func (s *Semaphore) abandon(err error) error {
 	return err
 }
 
-// settle makes op, a round trip on a key of the handle that is safe to
+// persist makes op, a round trip on a key of the handle that is safe to
 // repeat (a deletion, or a compare-and-swap that a first attempt, if
 // made, makes fail), even if the caller's ctx is done. It retries op while
 // the connection is broken, for up to the handle's timeout; if op has
-// still not been made, settle returns and a goroutine goes on making it
+// still not been made, persist returns and a goroutine goes on making it
 // until it succeeds or the session ends. Until then the key holds what it
 // held: a token's permits stay held, a waiter's key stays in line, but no
 // longer than the session, whose lease runs out if the handle cannot reach
 // etcd. The handle's other tokens and calls go on. If op fails for another
 // reason, the handle gives up its session (see abandon).
-func (s *Semaphore) settle(ctx context.Context, what string, op func(context.Context) error) {
+func (s *Semaphore) persist(ctx context.Context, what string, op func(context.Context) error) {
 	if s.alive() != nil {
 		return // the key goes with the lease
 	}
@@ -459,14 +459,14 @@ func (s *Semaphore) settle(ctx context.Context, what string, op func(context.Con
 	switch {
 	case err == nil:
 	case transient(err):
-		go s.settleLater(what, op)
+		go s.persistLater(what, op)
 	default:
 		s.abandon(fmt.Errorf("%s: %w", what, err))
 	}
 }
 
-// settleLater makes op, for settle, until it succeeds or the session ends.
-func (s *Semaphore) settleLater(what string, op func(context.Context) error) {
+// persistLater makes op, for persist, until it succeeds or the session ends.
+func (s *Semaphore) persistLater(what string, op func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

@@ -29,7 +29,7 @@ func (s *Semaphore) hold(key string, n, create, granted int64, fenced bool) *hol
 // any part has ended; for a nil h, the token for no permits.
 func (h *holding) token() token.Token {
 	if h == nil {
-		return emptyToken()
+		return token.Empty()
 	}
 	return token.New(h, h.n, 0)
 }
@@ -83,7 +83,7 @@ func (h *holding) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) {
 // retiring them with the limit (forget true). Its round trip is retried
 // while the connection is broken, for up to the handle's timeout in all;
 // if it still fails, end returns and the handle goes on trying in the
-// background (see settle).
+// background (see persist).
 func (h *holding) end(n int64, forget bool) {
 	h.mu.Lock()
 	if h.parts == 0 || n > h.n {
@@ -101,7 +101,7 @@ func (h *holding) end(n int64, forget bool) {
 	if unchanged || s.alive() != nil {
 		return // nothing of the key's changes, or the key goes with the lease
 	}
-	s.settle(context.Background(), fmt.Sprintf("ending a token of %q", h.key), func(ctx context.Context) error {
+	s.persist(context.Background(), fmt.Sprintf("ending a token of %q", h.key), func(ctx context.Context) error {
 		// Each attempt writes the key as the live parts leave it then, so
 		// that two parts ended at once write the key's weight in order.
 		h.mu.Lock()
@@ -139,7 +139,7 @@ func (h *holding) write(ctx context.Context) error {
 		h.mod = resp.Header.Revision
 		return nil
 	}
-	return h.settle(resp.Responses[0].GetResponseRange().Kvs)
+	return h.reconcile(resp.Responses[0].GetResponseRange().Kvs)
 }
 
 // markGone records that h's key is deleted, and gives its name back. It
@@ -151,12 +151,12 @@ func (h *holding) markGone() {
 	}
 }
 
-// settle accounts for a compare on the key that failed: the key is gone
+// reconcile accounts for a compare on the key that failed: the key is gone
 // (its lease ended, or an earlier attempt deleted it), or an earlier
 // attempt of the same write was made; either way the write is done. Any
 // other state of the key means that something other than its owner wrote
 // it. It requires that h.mu is held.
-func (h *holding) settle(kvs []*mvccpb.KeyValue) error {
+func (h *holding) reconcile(kvs []*mvccpb.KeyValue) error {
 	if len(kvs) == 0 {
 		h.markGone()
 		return nil
@@ -209,7 +209,7 @@ func (s *Semaphore) forget(ctx context.Context, h *holding, n int64) error {
 		if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 0 || kvs[0].ModRevision != h.mod {
 			// The key is gone, with its permits, or an earlier attempt
 			// was made.
-			return h.settle(kvs)
+			return h.reconcile(kvs)
 		}
 		kvs := resp.Responses[0].GetResponseRange().Kvs
 		if len(kvs) == 0 {
@@ -246,13 +246,4 @@ func retry(ctx context.Context, op func(context.Context) error) error {
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
-}
-
-// noPermits is the owner of the tokens that acquires of 0 return.
-type noPermits struct{}
-
-func (noPermits) ReturnPermits(int64, uint32) {}
-func (noPermits) ForgetPermits(int64, uint32) {}
-func (p noPermits) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) {
-	return p, tag
 }
