@@ -16,6 +16,9 @@
 # The go command keeps what a proxy served in the module cache, so the
 # script removes the core at those versions from it before the check and
 # again afterwards: no later build sees a version made from a working tree.
+# The go command also keeps an index of each module version's files in the
+# build cache, trusting a version never to change; GODEBUG=goindex=0 turns
+# it off for the check, which serves one version from changing trees.
 #
 # Usage: scripts/installcheck.sh            Environment: CORE_REV.
 set -euo pipefail
@@ -76,7 +79,7 @@ for m in "${nested[@]}"; do
 	"$work/modproxy" dropreplace "$work/$m/go.mod"
 	echo "installcheck: $m, without its replace"
 	if ! (cd "$work/$m" && env GOWORK=off GOFLAGS="$(go env GOFLAGS) -mod=mod" \
-		GOPROXY="file://$work/proxy,$(go env GOPROXY)" GONOSUMDB="$core" \
+		GOPROXY="file://$work/proxy,$(go env GOPROXY)" GONOSUMDB="$core" GODEBUG=goindex=0 \
 		sh -c 'go build ./... && go vet ./...'); then
 		echo "installcheck: $m does not build without its replace, against the core it requires"
 		fail=1
