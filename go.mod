@@ -5,7 +5,6 @@ go 1.25
 require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/stretchr/testify v1.12.1
-	go.uber.org/atomic v1.12.0
 	go.uber.org/goleak v1.3.0
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/atomic"
+	"sync/atomic"
 
 	"github.com/atomicsem/atomicsem/internal/hook"
 	"github.com/atomicsem/atomicsem/token"
@@ -102,7 +102,7 @@ func stopAtDispatchCAS(t *testing.T, n int32) *stopper {
 		case hook.BeforeDispatch:
 			dispatching.Store(true)
 		case hook.BeforeCAS:
-			return dispatching.Load() && stops.Inc() <= n
+			return dispatching.Load() && stops.Add(1) <= n
 		}
 		return false
 	})
@@ -138,7 +138,7 @@ func stopWakeThenRequeue(t *testing.T) *stopper {
 		case hook.AfterWake:
 			return parks.Load() == 0
 		case hook.BeforePark:
-			return parks.Inc() == 1
+			return parks.Add(1) == 1
 		}
 		return false
 	})

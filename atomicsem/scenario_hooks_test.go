@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/atomic"
+	"sync/atomic"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/internal/hook"
@@ -111,7 +111,7 @@ func TestScenarioCancelBetweenHandOffAndWakeWaitsForTheWake(t *testing.T) {
 
 		var wakes atomic.Int32
 		st := installStopper(t, func(site hook.Site) bool {
-			return site == hook.BeforeWake && wakes.Inc() == 1 // this release's only
+			return site == hook.BeforeWake && wakes.Add(1) == 1 // this release's only
 		})
 		released := goRelease(held)
 		require.Equal(t, hook.BeforeWake, st.waitStop())
@@ -194,7 +194,7 @@ func TestScenarioClosedFlagSurvivesRacingCAS(t *testing.T) {
 
 				var stops atomic.Int32
 				st := installStopper(t, func(site hook.Site) bool {
-					return site == hook.BeforeCAS && stops.Inc() == 1
+					return site == hook.BeforeCAS && stops.Add(1) == 1
 				})
 				got := make(chan any, 1)
 				go func() { got <- tt.op(s, tok) }()
@@ -393,7 +393,7 @@ func TestScenarioBargingArrivalSpinsForPermitsAboutToBeReleased(t *testing.T) {
 	held := mustTake(t, s, 1)
 	var spins atomic.Int32
 	st := installStopper(t, func(site hook.Site) bool {
-		return site == hook.Spin && spins.Inc() == 1 // the first try only
+		return site == hook.Spin && spins.Add(1) == 1 // the first try only
 	})
 
 	unlock := atomicsem.LockQueue(s)

@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"go.uber.org/atomic"
+	"sync/atomic"
 
 	"github.com/atomicsem/atomicsem/internal/hook"
 	"github.com/atomicsem/atomicsem/internal/state"

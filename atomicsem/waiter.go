@@ -38,9 +38,8 @@ const (
 // A parked Acquire costs this record plus its event's channel, so the record
 // is kept to the allocator's 48-byte size class on 64-bit platforms: the
 // arrival time is one int64 rather than a time.Time, the request and the
-// status share one 32-bit field, and the generation is a sync/atomic
-// Uint32, whose alignment is 4 (go.uber.org/atomic's is 8, which would pad
-// the record to 56 bytes). The file uses sync/atomic throughout.
+// status share one 32-bit field, and the generation is an atomic.Uint32,
+// whose alignment is 4.
 type waiter struct {
 	prev, next *waiter    // queue links, or the free-list link; guarded by mu
 	sem        *Semaphore // the semaphore whose free list the record belongs to

@@ -2,9 +2,8 @@ package event
 
 import (
 	"context"
+	"sync/atomic"
 	"unsafe"
-
-	"go.uber.org/atomic"
 )
 
 // AutoReset is an event that releases one waiter per Set and then clears
@@ -36,7 +35,7 @@ type AutoReset struct {
 	// buffer means "set". The channel is stored as its own pointer (see
 	// chanPointer) rather than as a pointer to a copy of the channel value,
 	// which would cost a second allocation per event.
-	ch atomic.UnsafePointer
+	ch unsafe.Pointer // accessed only through sync/atomic
 }
 
 // setMark is the value of AutoReset.ch for an event set before any
@@ -51,13 +50,13 @@ func (e *AutoReset) Set() {
 		panic(nilEvent("AutoReset.Set"))
 	}
 	for {
-		switch p := e.ch.Load(); p {
+		switch p := atomic.LoadPointer(&e.ch); p {
 		case setMark:
 			return // already set: signals saturate
 		case nil:
 			// Nobody has waited yet: mark the event set and leave the
 			// channel to its first waiter.
-			if e.ch.CompareAndSwap(nil, setMark) {
+			if atomic.CompareAndSwapPointer(&e.ch, nil, setMark) {
 				return
 			}
 		default:
@@ -86,11 +85,11 @@ func (e *AutoReset) TryWait() bool {
 		panic(nilEvent("AutoReset.TryWait"))
 	}
 	for {
-		switch p := e.ch.Load(); p {
+		switch p := atomic.LoadPointer(&e.ch); p {
 		case nil:
 			return false
 		case setMark:
-			if e.ch.CompareAndSwap(setMark, nil) {
+			if atomic.CompareAndSwapPointer(&e.ch, setMark, nil) {
 				return true
 			}
 		default:
@@ -133,7 +132,7 @@ func (e *AutoReset) C() <-chan struct{} {
 
 // channel returns the event's channel, making it on first use.
 func (e *AutoReset) channel() chan struct{} {
-	p := e.ch.Load()
+	p := atomic.LoadPointer(&e.ch)
 	if p == nil || p == setMark {
 		p = e.initChannel()
 	}
@@ -149,14 +148,14 @@ func (e *AutoReset) initChannel() unsafe.Pointer {
 	c := make(chan struct{}, 1)
 	p := chanPointer(c)
 	for {
-		switch old := e.ch.Load(); old {
+		switch old := atomic.LoadPointer(&e.ch); old {
 		case nil:
-			if e.ch.CompareAndSwap(nil, p) {
+			if atomic.CompareAndSwapPointer(&e.ch, nil, p) {
 				return p
 			}
 		case setMark:
 			c <- struct{}{} // the pending signal moves into the buffer
-			if e.ch.CompareAndSwap(setMark, p) {
+			if atomic.CompareAndSwapPointer(&e.ch, setMark, p) {
 				return p
 			}
 			<-c // consumed or overtaken meanwhile: look again

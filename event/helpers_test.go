@@ -6,7 +6,7 @@ import (
 	"context"
 	"testing"
 
-	"go.uber.org/atomic"
+	"sync/atomic"
 )
 
 // waiter is what AutoReset and ManualReset have in common for a test that
@@ -26,7 +26,7 @@ func startWaiters(t *testing.T, e waiter, n int) *atomic.Int64 {
 				t.Errorf("Wait: %v", err)
 				return
 			}
-			woken.Inc()
+			woken.Add(1)
 		}()
 	}
 	return woken

@@ -27,7 +27,7 @@ func TestManualResetSetReleasesAllCurrentAndFutureWaiters(t *testing.T) {
 		done := e.Done()
 		go func() {
 			<-done
-			released.Inc()
+			released.Add(1)
 		}()
 		synctest.Wait()
 		require.Zero(t, released.Load(), "no waiter may return before Set")

@@ -87,8 +87,7 @@ type pause struct {
 }
 
 // The counters here and in worker use sync/atomic's typed integers, which
-// are 64-bit aligned even on 32-bit platforms; go.uber.org/atomic's Int64 is
-// not, unless it comes first in its struct.
+// are 64-bit aligned even on 32-bit platforms.
 
 // runner is the state shared by the workers, the controller, the monitor and
 // the checks.

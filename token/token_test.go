@@ -11,7 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/atomic"
+	"sync/atomic"
 
 	"github.com/atomicsem/atomicsem/token"
 )
@@ -28,20 +28,20 @@ type recordingOwner struct {
 
 func (o *recordingOwner) ReturnPermits(n int64, tag uint32) {
 	o.returned.Add(n)
-	o.calls.Inc()
+	o.calls.Add(1)
 	o.lastTag.Store(tag)
 }
 
 func (o *recordingOwner) ForgetPermits(n int64, tag uint32) {
 	o.forgotten.Add(n)
-	o.calls.Inc()
+	o.calls.Add(1)
 	o.lastTag.Store(tag)
 }
 
 // SplitPermits keeps the owner and moves the tag on by one, so that a test
 // can see that both parts carry what it returned.
 func (o *recordingOwner) SplitPermits(_, _ int64, tag uint32) (token.Owner, uint32) {
-	o.splits.Inc()
+	o.splits.Add(1)
 	return o, tag + 1
 }
 

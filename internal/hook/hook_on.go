@@ -2,7 +2,7 @@
 
 package hook
 
-import "go.uber.org/atomic"
+import "sync/atomic"
 
 // Enabled reports whether this build calls hooks.
 const Enabled = true
