@@ -14,15 +14,15 @@ var (
 	_ semtest.Forgetter = (*atomicsem.Semaphore)(nil)
 )
 
-// polled is a semaphore that the suite settles by polling, as it settles
+// polled is a semaphore that the suite quiesces by polling, as it does
 // one that cannot run in a bubble: its parked calls are its queue.
 type polled struct{ *atomicsem.Semaphore }
 
 func (p polled) Parked() int { return p.Semaphore.Stats().Waiters }
 
 // TestConformance runs the conformance suite against both modes. Each mode
-// runs twice: settled by synctest.Wait in bubbles, where the checks of
-// exact fake time run too, and settled by polling, as the suite settles a
+// runs twice: quiesced by synctest.Wait in bubbles, where the checks of
+// exact fake time run too, and quiesced by polling, as the suite quiesces a
 // semaphore that talks to a server, which checks the suite's own polling
 // against the reference implementation. Barging runs once more with a
 // short and with a long starvation bound, in bubbles only: the short one

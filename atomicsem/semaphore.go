@@ -13,7 +13,6 @@
 package atomicsem
 
 import (
-	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -134,9 +133,8 @@ func (s *Semaphore) barging() bool { return s.block == state.BlockBarging }
 // a run-time error to pass a nil Option; the panic's message begins
 // "atomicsem: ".
 func New(initial, max int64, opts ...Option) (*Semaphore, error) {
-	if initial < 0 || max > MaxPermits || initial > max {
-		return nil, fmt.Errorf("%w: New(%d, %d) needs 0 ≤ initial ≤ max ≤ %d",
-			ErrInvalidPermits, initial, max, MaxPermits)
+	if err := semcontract.CheckNew(initial, max, ErrInvalidPermits); err != nil {
+		return nil, err
 	}
 	cfg := config{starvationBound: DefaultStarvationBound}
 	for _, opt := range opts {
@@ -247,11 +245,8 @@ func (s *Semaphore) SetLimit(limit int64) error {
 		panic(nilSemaphore("SetLimit"))
 	}
 	s.made()
-	switch {
-	case limit < 0:
-		return fmt.Errorf("%w: SetLimit(%d)", ErrInvalidPermits, limit)
-	case limit > s.max:
-		return fmt.Errorf("%w: SetLimit(%d) with max %d", ErrExceedsMax, limit, s.max)
+	if err := semcontract.CheckLimit(limit, s.max, ErrInvalidPermits, ErrExceedsMax); err != nil {
+		return err
 	}
 	if _, ok := s.changeLimit(state.Word.SetLimit, limit); !ok {
 		return ErrClosed // the only refusal left for a limit within [0, max]

@@ -72,3 +72,28 @@ func CheckRequest(n, max int64, invalid, exceeds error) error {
 	}
 	return nil
 }
+
+// CheckNew validates the arguments of a constructor that makes a semaphore
+// with initial permits available and a ceiling of max. It returns nil if
+// 0 ≤ initial ≤ max ≤ MaxPermits, and otherwise invalid (ErrInvalidPermits,
+// or an implementation's own error that matches it) wrapped with the
+// numbers.
+func CheckNew(initial, max int64, invalid error) error {
+	if initial < 0 || max > MaxPermits || initial > max {
+		return fmt.Errorf("%w: New(%d, %d) needs 0 ≤ initial ≤ max ≤ %d", invalid, initial, max, MaxPermits)
+	}
+	return nil
+}
+
+// CheckLimit validates a new live limit for a semaphore whose maximum is
+// max. It returns nil if 0 ≤ limit ≤ max, and otherwise, wrapped with the
+// numbers, invalid for a negative limit and exceeds for one above max.
+func CheckLimit(limit, max int64, invalid, exceeds error) error {
+	switch {
+	case limit < 0:
+		return fmt.Errorf("%w: SetLimit(%d)", invalid, limit)
+	case limit > max:
+		return fmt.Errorf("%w: SetLimit(%d) with max %d", exceeds, limit, max)
+	}
+	return nil
+}

@@ -63,3 +63,27 @@ func TestCheckRequestWrapsTheCallersSentinels(t *testing.T) {
 func TestMaxPermitsIsThirtyBits(t *testing.T) {
 	require.Equal(t, int64(1<<30-1), int64(semcontract.MaxPermits))
 }
+
+func TestCheckNewNamesTheArguments(t *testing.T) {
+	for _, ok := range [][2]int64{{0, 0}, {0, 1}, {1, 1}, {0, semcontract.MaxPermits}, {semcontract.MaxPermits, semcontract.MaxPermits}} {
+		require.NoError(t, semcontract.CheckNew(ok[0], ok[1], semcontract.ErrInvalidPermits), "New(%d, %d)", ok[0], ok[1])
+	}
+	for _, bad := range [][2]int64{{-1, 1}, {2, 1}, {0, semcontract.MaxPermits + 1}, {0, -1}} {
+		err := semcontract.CheckNew(bad[0], bad[1], mine{semcontract.ErrInvalidPermits})
+		require.ErrorIs(t, err, semcontract.ErrInvalidPermits, "New(%d, %d)", bad[0], bad[1])
+		require.ErrorContains(t, err, "needs 0 ≤ initial ≤ max ≤ 1073741823")
+	}
+}
+
+func TestCheckLimitNamesTheRuleBroken(t *testing.T) {
+	const max = 10
+	for _, ok := range []int64{0, 1, max} {
+		require.NoError(t, semcontract.CheckLimit(ok, max, semcontract.ErrInvalidPermits, semcontract.ErrExceedsMax))
+	}
+	err := semcontract.CheckLimit(-1, max, semcontract.ErrInvalidPermits, semcontract.ErrExceedsMax)
+	require.ErrorIs(t, err, semcontract.ErrInvalidPermits)
+	require.EqualError(t, err, "atomicsem: invalid number of permits: SetLimit(-1)")
+	err = semcontract.CheckLimit(max+1, max, semcontract.ErrInvalidPermits, semcontract.ErrExceedsMax)
+	require.ErrorIs(t, err, semcontract.ErrExceedsMax)
+	require.EqualError(t, err, "atomicsem: exceeds the semaphore's maximum: SetLimit(11) with max 10")
+}

@@ -148,12 +148,12 @@ func rejectedCallsLeaveStatsUnchanged(e *env) {
 	require.Equal(e.t, Stats{Available: 3, Held: 2, Limit: 5, Max: max, Waiters: 1}, before)
 	for _, tt := range tests {
 		tt.call(s)
-		e.settle()
+		e.quiesce()
 		require.Equal(e.t, before, s.Stats(), tt.name)
 		require.False(e.t, parked.returned(), tt.name)
 	}
 	cancel()
-	e.settle()
+	e.quiesce()
 	require.ErrorIs(e.t, parked.err, context.Canceled)
 	held.Release()
 }
@@ -391,7 +391,7 @@ func partialReleaseServesWaiters(e *env) {
 	part, ok := tok.Split(1)
 	require.True(e.t, ok)
 	part.Release()
-	e.settle()
+	e.quiesce()
 	e.requireGranted(waiter, 1)
 	require.Equal(e.t, Stats{Available: 0, Held: 2, Limit: 2, Max: 2}, s.Stats())
 	tok.Release()

@@ -20,7 +20,7 @@ import (
 const patience = 20 * time.Second
 
 // env is one check's view of the implementation: how to make semaphores,
-// park waiters on them and settle them.
+// park waiters on them and wait for quiescence.
 type env struct {
 	t      *testing.T
 	c      *config
@@ -116,13 +116,13 @@ func (e *env) waitFor(p *pending) {
 	}
 }
 
-// settle returns once every goroutine of the check has done what the last
+// quiesce returns once every goroutine of the check has done what the last
 // step let it do: every Acquire started has returned or is parked having
 // seen every change. In a bubble it is synctest.Wait; otherwise it polls
-// the handles' Settler until the count of parked calls equals the count of
+// the handles' ParkCounter until the count of parked calls equals the count of
 // calls that have not returned, and every call whose context is done has
 // returned.
-func (e *env) settle() {
+func (e *env) quiesce() {
 	e.t.Helper()
 	if e.c.bubble {
 		synctest.Wait()
@@ -137,7 +137,7 @@ func (e *env) settle() {
 			return
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("semtest: did not settle: %d Acquire calls outstanding, %d parked, %d with a done context", after, parked, cancelled)
+			e.t.Fatalf("semtest: did not quiesce: %d Acquire calls outstanding, %d parked, %d with a done context", after, parked, cancelled)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -159,7 +159,7 @@ func (e *env) unreturned() (count, cancelled int) {
 	return count, cancelled
 }
 
-// parked sums Settler.Parked over every handle of the check.
+// parked sums ParkCounter.Parked over every handle of the check.
 func (e *env) parked() int {
 	e.mu.Lock()
 	var all []Semaphore
@@ -169,9 +169,9 @@ func (e *env) parked() int {
 	e.mu.Unlock()
 	sum := 0
 	for _, h := range all {
-		st, ok := h.(Settler)
+		st, ok := h.(ParkCounter)
 		if !ok {
-			e.t.Fatalf("semtest: %T must implement Settler, or the suite must run with InBubble", h)
+			e.t.Fatalf("semtest: %T must implement ParkCounter, or the suite must run with InBubble", h)
 		}
 		sum += st.Parked()
 	}
@@ -185,7 +185,7 @@ func (e *env) park(s Semaphore, ctx context.Context, n int64) *pending {
 	e.t.Helper()
 	before := s.Stats().Waiters
 	p := e.goAcquire(ctx, e.handleFor(s), n)
-	e.settle()
+	e.quiesce()
 	require.False(e.t, p.returned(), "Acquire(%d) should have parked", n)
 	require.Equal(e.t, before+1, s.Stats().Waiters, "Acquire(%d) should be queued", n)
 	return p

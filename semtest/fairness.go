@@ -40,7 +40,7 @@ func releaseGrantsParkedWaitersInArrivalOrder(e *env) {
 	}
 
 	require.True(e.t, s.TryRelease(1))
-	e.settle()
+	e.quiesce()
 	e.requireReturned(ps, 0)
 	e.requireGranted(ps[0], 1)
 
@@ -49,11 +49,11 @@ func releaseGrantsParkedWaitersInArrivalOrder(e *env) {
 	require.False(e.t, ok)
 
 	require.True(e.t, s.TryRelease(2))
-	e.settle()
+	e.quiesce()
 	e.requireReturned(ps, 0, 1, 2)
 
 	ps[0].tok.Release()
-	e.settle()
+	e.quiesce()
 	e.requireReturned(ps, 0, 1, 2, 3)
 	require.Equal(e.t, Stats{Available: 0, Held: 3, Limit: 3, Max: 4}, s.Stats())
 	for _, p := range ps[1:] {
@@ -72,7 +72,7 @@ func releaseGrantsExactlyTheSatisfiablePrefix(e *env) {
 	}
 
 	require.True(e.t, s.TryRelease(2))
-	e.settle()
+	e.quiesce()
 	e.requireReturned(ps, 0, 1)
 	e.requireGranted(ps[0], 1)
 	e.requireGranted(ps[1], 1)
@@ -81,18 +81,18 @@ func releaseGrantsExactlyTheSatisfiablePrefix(e *env) {
 	// Two more are free, but the 3 at the front does not fit yet, and the 1
 	// behind it must not go first.
 	require.True(e.t, s.TryRelease(2))
-	e.settle()
+	e.quiesce()
 	e.requireReturned(ps, 0, 1)
 	require.Equal(e.t, Stats{Available: 2, Held: 2, Limit: 4, Max: 8, Waiters: 2}, s.Stats())
 
 	ps[0].tok.Release()
-	e.settle()
+	e.quiesce()
 	e.requireReturned(ps, 0, 1, 2)
 	e.requireGranted(ps[2], 3)
 	require.Equal(e.t, Stats{Available: 0, Held: 4, Limit: 4, Max: 8, Waiters: 1}, s.Stats())
 
 	ps[1].tok.Release()
-	e.settle()
+	e.quiesce()
 	e.requireReturned(ps, 0, 1, 2, 3)
 	e.requireGranted(ps[3], 1)
 	ps[2].tok.Release()
@@ -150,7 +150,7 @@ func grantsFollowArrivalOrder(e *env) {
 		gotAt := make([]int64, len(weights))
 		for fed := int64(1); fed <= sum; fed++ {
 			feed()
-			e.settle()
+			e.quiesce()
 			for i, w := range waiters {
 				if gotAt[i] == 0 && w.returned() {
 					require.NoError(e.t, w.err)
@@ -186,7 +186,7 @@ func arrivalsDoNotOvertakeParkedWaiter(e *env) {
 	require.Equal(e.t, before, s.Stats())
 
 	held.Release()
-	e.settle()
+	e.quiesce()
 	e.requireGranted(big, 2)
 	big.tok.Release()
 }
@@ -205,11 +205,11 @@ func bargingArrivalsTakeFreePermits(e *env) {
 	tok, err := s.Acquire(e.background(), 1)
 	require.NoError(e.t, err)
 	tok.Release()
-	e.settle()
+	e.quiesce()
 	require.False(e.t, big.returned())
 
 	held.Release()
-	e.settle()
+	e.quiesce()
 	e.requireGranted(big, 2)
 	big.tok.Release()
 }
@@ -223,19 +223,19 @@ func frontWaiterThatDoesNotFitYetHoldsBackOthers(e *env) {
 	ps := []*pending{e.park(s, e.background(), 2), e.park(s, e.background(), 1)}
 
 	t1.Release()
-	e.settle()
+	e.quiesce()
 	e.requireReturned(ps)
 	_, ok := s.TryAcquire(1)
 	require.False(e.t, ok, "a newcomer overtook the queue")
 	require.Equal(e.t, Stats{Available: 1, Held: 1, Limit: 2, Max: 2, Waiters: 2}, s.Stats())
 
 	t2.Release()
-	e.settle()
+	e.quiesce()
 	e.requireReturned(ps, 0)
 	e.requireGranted(ps[0], 2)
 
 	ps[0].tok.Release()
-	e.settle()
+	e.quiesce()
 	e.requireReturned(ps, 0, 1)
 	e.requireGranted(ps[1], 1)
 	ps[1].tok.Release()
@@ -252,13 +252,13 @@ func raisedLimitMakesAnOversizedWaiterHoldBackArrivals(e *env) {
 	// The limit rises to 4: two permits are free, the waiter wants three
 	// and now fits the limit.
 	require.NoError(e.t, s.SetLimit(4))
-	e.settle()
+	e.quiesce()
 	_, ok := s.TryAcquire(1)
 	require.False(e.t, ok, "an arrival overtook a waiter that the raised limit admits: %+v", s.Stats())
 
 	// One more permit back, and it is served.
 	a.Release()
-	e.settle()
+	e.quiesce()
 	e.requireGranted(large, 3)
 	large.tok.Release()
 	b.Release()
@@ -284,14 +284,14 @@ func requestAboveLimitDoesNotBlockSmallerOnes(e *env) {
 	third := e.park(s, e.background(), 1)
 	require.Equal(e.t, 2, s.Stats().Waiters)
 	small.Release()
-	e.settle()
+	e.quiesce()
 	e.requireGranted(third, 1)
 	other.Release()
 	third.tok.Release()
 	require.False(e.t, big.returned())
 
 	require.NoError(e.t, s.SetLimit(5))
-	e.settle()
+	e.quiesce()
 	e.requireGranted(big, 5)
 	require.Equal(e.t, Stats{Available: 0, Held: 5, Limit: 5, Max: 10}, s.Stats())
 	big.tok.Release()
@@ -329,14 +329,14 @@ func waiterAboveLoweredLimitDoesNotBlockOthers(e *env) {
 		ps := []*pending{e.park(s, e.background(), 2), e.park(s, e.background(), 1)}
 
 		tt.lower(s, t1)
-		e.settle()
+		e.quiesce()
 		e.requireReturned(ps)
 		require.Equal(e.t, tt.afterLow, s.Stats(), tt.name)
 
 		toks := tt.release(t1, t2)
 		for i, tok := range toks {
 			tok.Release()
-			e.settle()
+			e.quiesce()
 			if i < len(toks)-1 {
 				e.requireReturned(ps)
 			}
@@ -348,10 +348,10 @@ func waiterAboveLoweredLimitDoesNotBlockOthers(e *env) {
 		// W(2) kept its place: once the limit admits it again, it is
 		// served as soon as its permits are free.
 		require.NoError(e.t, s.SetLimit(2))
-		e.settle()
+		e.quiesce()
 		e.requireReturned(ps, 1)
 		ps[1].tok.Release()
-		e.settle()
+		e.quiesce()
 		e.requireGranted(ps[0], 2)
 		require.Equal(e.t, Stats{Available: 0, Held: 2, Limit: 2, Max: 2}, s.Stats(), tt.name)
 		ps[0].tok.Release()
@@ -368,15 +368,15 @@ func forgetLetsFollowersPassHeadAboveNewLimit(e *env) {
 	defer cancel()
 	head := e.park(s, ctx, 4)
 	follower := e.goAcquire(ctx, e.handleFor(s), 1)
-	e.settle()
+	e.quiesce()
 
 	held.Forget() // limit 1, one permit free
-	e.settle()
+	e.quiesce()
 	e.requireGranted(follower, 1)
 	require.False(e.t, head.returned())
 
 	cancel()
-	e.settle()
+	e.quiesce()
 	require.Equal(e.t, context.Canceled, head.err)
 	follower.tok.Release()
 	require.Equal(e.t, Stats{Available: 1, Limit: 1, Max: 4}, s.Stats())
@@ -391,7 +391,7 @@ func forgetThatLowersTheLimitBelowAWaiterLetsArrivalsPass(e *env) {
 	waiter := e.park(s, e.background(), 4)
 
 	big.Forget() // limit 2: the waiter for 4 no longer fits
-	e.settle()
+	e.quiesce()
 	tok, ok := s.TryAcquire(1)
 	require.True(e.t, ok, "an oversized waiter held back an arrival: %+v", s.Stats())
 	tok.Release()
@@ -400,7 +400,7 @@ func forgetThatLowersTheLimitBelowAWaiterLetsArrivalsPass(e *env) {
 	// TryRelease brings the limit back to 4 with all of it free: the
 	// waiter is served at once.
 	require.True(e.t, s.TryRelease(2))
-	e.settle()
+	e.quiesce()
 	e.requireGranted(waiter, 4)
 	waiter.tok.Release()
 }
@@ -415,7 +415,7 @@ func grantThatLeavesOnlyAnOversizedWaiterLetsArrivalsPass(e *env) {
 	oversized := e.park(s, ctx, 2)
 
 	holder.Release()
-	e.settle()
+	e.quiesce()
 	e.requireGranted(front, 1)
 
 	front.tok.Release()
@@ -423,7 +423,7 @@ func grantThatLeavesOnlyAnOversizedWaiterLetsArrivalsPass(e *env) {
 	require.True(e.t, ok, "a waiter above the limit held back an arrival: %+v", s.Stats())
 	tok.Release()
 	cancel()
-	e.settle()
+	e.quiesce()
 	require.ErrorIs(e.t, oversized.err, context.Canceled)
 	require.Equal(e.t, Stats{Available: 1, Limit: 1, Max: 4}, s.Stats())
 }
@@ -440,12 +440,12 @@ func releaseOnTopOfFreePermitsServesTheWaitersBehindTheFront(e *env) {
 	behind := e.park(s, e.background(), 1)
 
 	one.Release() // one free: not enough for the front waiter
-	e.settle()
+	e.quiesce()
 	require.False(e.t, front.returned())
 	require.False(e.t, behind.returned())
 
 	two.Release()
-	e.settle()
+	e.quiesce()
 	e.requireGranted(front, 2)
 	e.requireGranted(behind, 1)
 	front.tok.Release()
@@ -485,7 +485,7 @@ func cancelledFrontWaiterWakesItsSuccessor(e *env) {
 			cancel()
 		}
 		<-ctx.Done()
-		e.settle()
+		e.quiesce()
 		require.True(e.t, front.returned(), tt.name)
 		require.ErrorIs(e.t, front.err, ctx.Err())
 		require.Zero(e.t, front.tok.Permits())
@@ -511,21 +511,21 @@ func cancelledHeadWakesFollowers(e *env) {
 	// In FIFO order both park behind the head; a barging arrival takes the
 	// free permit at once.
 	first := e.goAcquire(e.background(), e.handleFor(s), 1)
-	e.settle()
+	e.quiesce()
 	second := e.goAcquire(e.background(), e.handleFor(s), 1)
-	e.settle()
+	e.quiesce()
 	require.False(e.t, head.returned())
 	require.False(e.t, second.returned())
 
 	cancel()
-	e.settle()
+	e.quiesce()
 	require.Equal(e.t, context.Canceled, head.err)
 	e.requireGranted(first, 1)
 	require.False(e.t, second.returned(), "nothing is left for the second follower")
 	require.Equal(e.t, Stats{Available: 0, Held: 2, Limit: 2, Max: 4, Waiters: 1}, s.Stats())
 
 	held.Release()
-	e.settle()
+	e.quiesce()
 	e.requireGranted(second, 1)
 	first.tok.Release()
 	second.tok.Release()

@@ -45,7 +45,7 @@ func (c *idleCall) returned() bool {
 }
 
 // requireIdleBlocked checks that the WaitIdle c has not returned: in a
-// bubble once everything has settled; outside one, while a WaitIdle with
+// bubble once everything is quiescent; outside one, while a WaitIdle with
 // a short deadline times out (so some permit is still held).
 func (e *env) requireIdleBlocked(s Semaphore, c *idleCall) {
 	e.t.Helper()
@@ -98,7 +98,7 @@ func waitIdleReturnsAtOnceWhenNothingIsHeld(e *env) {
 	require.NoError(e.t, s.WaitIdle(ctx))
 	e.requireImmediate(start, "WaitIdle waited for a waiter")
 	cancelWaiter()
-	e.settle()
+	e.quiesce()
 	require.ErrorIs(e.t, big.err, context.Canceled)
 	s.Close()
 	require.NoError(e.t, s.WaitIdle(ctx), "closed and idle")

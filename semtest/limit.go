@@ -229,11 +229,11 @@ func refillServesWaiters(e *env) {
 	s := e.new(0, 4)
 	ps := []*pending{e.park(s, e.background(), 2), e.park(s, e.background(), 1)}
 	require.Equal(e.t, int64(2), s.Refill(2))
-	e.settle()
+	e.quiesce()
 	e.requireReturned(ps, 0)
 	e.requireGranted(ps[0], 2)
 	require.Equal(e.t, int64(2), s.Refill(5))
-	e.settle()
+	e.quiesce()
 	e.requireReturned(ps, 0, 1)
 	e.requireGranted(ps[1], 1)
 	require.Equal(e.t, Stats{Available: 1, Held: 3, Limit: 4, Max: 4}, s.Stats())
@@ -298,13 +298,13 @@ func setLimitBelowHeldThenRaise(e *env) {
 	waiter := e.park(s, e.background(), 1)
 
 	a.Release()
-	e.settle()
+	e.quiesce()
 	require.Equal(e.t, counts{Available: 0, Held: 1, Limit: 1}, countsOf(s))
 	require.False(e.t, waiter.returned(), "paying the debt off leaves nothing to grant")
 
 	// Unthrottle: the waiter is served.
 	require.NoError(e.t, s.SetLimit(6))
-	e.settle()
+	e.quiesce()
 	e.requireGranted(waiter, 1)
 	require.Equal(e.t, Stats{Available: 4, Held: 2, Limit: 6, Max: 8}, s.Stats())
 
@@ -325,12 +325,12 @@ func unthrottleAfterDebtWakesWaitersAtOnce(e *env) {
 	ps := []*pending{e.park(s, e.background(), 1), e.park(s, e.background(), 1)}
 
 	t1.Release()
-	e.settle()
+	e.quiesce()
 	e.requireReturned(ps)
 	require.Equal(e.t, Stats{Available: -1, Held: 1, Limit: 0, Max: 4, Waiters: 2}, s.Stats())
 
 	require.NoError(e.t, s.SetLimit(4))
-	e.settle()
+	e.quiesce()
 	e.requireReturned(ps, 0, 1)
 	e.requireGranted(ps[0], 1)
 	e.requireGranted(ps[1], 1)
@@ -358,7 +358,7 @@ func closeFailsParkedWaitersAndLaterCalls(e *env) {
 	require.Equal(e.t, 3, s.Stats().Waiters)
 
 	s.Close()
-	e.settle()
+	e.quiesce()
 	for _, p := range parked {
 		require.True(e.t, p.returned(), "Close must wake every parked waiter")
 		require.ErrorIs(e.t, p.err, semcontract.ErrClosed)

@@ -16,7 +16,7 @@
 // The suite is the black-box behaviour of atomicsem.Semaphore, which
 // satisfies Semaphore as it is and passes the suite in both of its modes,
 // and of etcdsem, whose methods take a context and return errors, and which
-// passes it through an adapter (see etcdsem's conformance_test.go). Each
+// passes it through Remote, the adapter for such semaphores. Each
 // check is a subtest named after the behaviour it pins down, so a failure
 // names what is broken.
 //
@@ -27,15 +27,15 @@
 // implementation's own errors must match them, through Unwrap or an Is
 // method. A context's error must come back unwrapped.
 //
-// # Settling
+// # Quiescence
 //
 // Most checks park waiters and then look at which of them have returned,
 // which is only meaningful once every goroutine has done what the last
 // step let it do. An implementation that can run inside a testing/synctest
-// bubble says so with InBubble, and the suite settles with synctest.Wait
+// bubble says so with InBubble, and the suite quiesces it with synctest.Wait
 // and runs its time-dependent checks on the bubble's fake clock. Any other
-// implementation (one that talks to a server, say) must implement Settler;
-// the suite then settles by polling it, and the checks that need exact fake
+// implementation (one that talks to a server, say) must implement ParkCounter;
+// the suite then quiesces it by polling, and the checks that need exact fake
 // time are skipped.
 //
 // # Options
@@ -60,11 +60,10 @@ import (
 )
 
 // Semaphore is the contract the suite checks, as atomicsem.Semaphore
-// spells it. An implementation whose methods take a context or return
-// errors (one that talks to a server) is checked through a small adapter
-// that supplies the context and turns a refusal error back into false; an
-// unexpected error should fail the test through the *testing.T the adapter
-// was made with.
+// spells it. An implementation whose methods take a context and return
+// errors (one that talks to a server) is checked through Remote, which
+// supplies the context, turns a refusal error back into false, and fails
+// the test with any other error.
 type Semaphore interface {
 	// Acquire blocks until n permits are granted, then returns a token
 	// holding them.
@@ -92,18 +91,23 @@ type Semaphore interface {
 // atomicsem.Stats is too.
 type Stats = semcontract.Stats
 
-// Settler is implemented by a Semaphore that cannot run in a
+// ParkCounter is implemented by a Semaphore that cannot run in a
 // testing/synctest bubble, so that the suite can tell when every waiter
-// has settled.
-type Settler interface {
+// has parked: when the semaphore is quiescent.
+type ParkCounter interface {
 	// Parked returns the number of Acquire calls parked on this handle
 	// that have seen every change made to the semaphore so far and wait
 	// for the next. It may count or leave out a call whose context is
 	// done; the suite waits for those to return in any case. The suite
-	// counts the semaphore settled when Parked, summed over its handles,
+	// counts the semaphore quiescent when Parked, summed over its handles,
 	// equals the number of its Acquire calls that have not returned.
 	Parked() int
 }
+
+// Settler is the former name of ParkCounter.
+//
+// Deprecated: use ParkCounter.
+type Settler = ParkCounter
 
 // Forgetter is implemented by a Semaphore that can take available permits
 // out of circulation without a token (atomicsem.Semaphore.TryForget); the
@@ -124,7 +128,7 @@ type NewFunc func(t *testing.T, initial, max int64) (Semaphore, error)
 
 // JoinFunc returns another handle on the semaphore s (for a shared backend:
 // another client of the same semaphore), which must behave as s does and
-// implement Settler if s does.
+// implement ParkCounter if s does.
 type JoinFunc func(t *testing.T, s Semaphore) Semaphore
 
 // An Option declares a capability or a difference of an implementation, or
@@ -144,7 +148,7 @@ type config struct {
 
 // InBubble declares that the semaphore can be made and used inside a
 // testing/synctest bubble, with no goroutine outside it. The suite then
-// settles with synctest.Wait and runs the checks that need exact fake time,
+// quiesces with synctest.Wait and runs the checks that need exact fake time,
 // and the checks that share one semaphore, made outside any bubble, between
 // bubbles and the outside (a waiter outside served from inside a bubble,
 // tokens ended on the other side, waiters parking in successive bubbles).

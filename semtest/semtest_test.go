@@ -33,6 +33,8 @@ func TestNilArgumentsPanicWithThePackagePrefix(t *testing.T) {
 		{"Run(nil NewFunc)", func() { semtest.Run(t, nil) }, "nil NewFunc"},
 		{"Run(nil Option)", func() { semtest.Run(t, newSem, semtest.InBubble(), nil) }, "nil Option"},
 		{"Join(nil)", func() { semtest.Join(nil) }, "nil JoinFunc"},
+		{"Remote(nil t)", func() { semtest.Remote[remoteStats](nil, remoteSem{}) }, "nil testing.TB"},
+		{"Remote(nil semaphore)", func() { semtest.Remote[remoteStats](t, nil) }, "nil RemoteSemaphore"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
