@@ -157,7 +157,7 @@ func (r *creditRunner) work(ctx context.Context, rng *rand.Rand) {
 			}
 			err := r.b.Spend(wctx, n)
 			cancel()
-			r.settleResult(err, ctx, n, &c)
+			r.countResult(err, ctx, n, &c)
 		case op < 6:
 			r.claimed.Add(n)
 			if r.b.TrySpend(n) {
@@ -175,8 +175,8 @@ func (r *creditRunner) work(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
-// settleResult counts a Spend's outcome and checks its error.
-func (r *creditRunner) settleResult(err error, ctx context.Context, n int64, c *creditCounts) {
+// countResult counts a Spend's outcome and checks its error.
+func (r *creditRunner) countResult(err error, ctx context.Context, n int64, c *creditCounts) {
 	switch {
 	case err == nil:
 		r.spent.Add(n)

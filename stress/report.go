@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// report settles the checks that are decided only at the end and prints
+// report decides the checks that can only be decided at the end and prints
 // what the run did and every invariant's result.
 func (r *runner) report() {
 	elapsed := time.Since(r.start)
