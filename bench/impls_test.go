@@ -672,12 +672,12 @@ func (f *floorParkWordSem) returnLocked(n int64) {
 		f.unlinkLocked(w)
 		w.ready <- struct{}{}
 	}
-	new := count << 1
+	next := count << 1
 	if f.head != nil {
-		new |= wordQueued
+		next |= wordQueued
 	}
-	if new != old {
-		f.word.Store(new)
+	if next != old {
+		f.word.Store(next)
 	}
 }
 
