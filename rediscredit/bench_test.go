@@ -3,6 +3,8 @@ package rediscredit_test
 import (
 	"context"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,10 +44,22 @@ func (g gcra) trySpend(ctx context.Context, key string) error {
 // goroutines at once through one client (a connection each), against the
 // same server in the same run: ns/op is the inverse of throughput, p50-µs
 // and p99-µs the latency of one call, roundtrips/op the commands sent.
+// server-µs/op is the server's own time in the script per call (INFO
+// commandstats' usec of EVALSHA, the commands the script calls included),
+// and server-cpu-µs/op the server process's CPU time per call, parsing and
+// replying included: Redis runs scripts on one thread, so these bound the
+// calls a server can serve, and they do not move with the client's
+// scheduling as ns/op does on a machine the client shares.
 // Each goroutine spends on its own key, at a rate no call exceeds, so every
 // call succeeds in both.
+//
+// The two implementations alternate at each concurrency; bench/run.sh
+// rediscredit runs the binary once per round, so that the samples of both
+// are spread over the same stretch of time.
 func BenchmarkTrySpend(b *testing.B) {
 	srv := needServer(b)
+	admin := redis.NewClient(&redis.Options{Addr: srv.addr()})
+	defer admin.Close()
 	for _, procs := range []int{1, 16, 64} {
 		for _, name := range []string{"rediscredit", "redis_rate"} {
 			b.Run("impl="+name+"/goroutines="+itoa(procs), func(b *testing.B) {
@@ -60,7 +74,7 @@ func BenchmarkTrySpend(b *testing.B) {
 				} else {
 					s = gcra{redis_rate.NewLimiter(c), redis_rate.Limit{Rate: 1e7, Burst: 1e6, Period: time.Second}}
 				}
-				run(b, s, procs, &n, "bench:"+name+":")
+				run(b, s, procs, &n, admin, "bench:"+name+":")
 			})
 		}
 	}
@@ -79,7 +93,7 @@ func warmClient(b *testing.B, addr string, procs int, n *counter) *redis.Client 
 	return c
 }
 
-func run(b *testing.B, s spender, procs int, n *counter, prefix string) {
+func run(b *testing.B, s spender, procs int, n *counter, admin *redis.Client, prefix string) {
 	ctx := context.Background()
 	for g := range procs { // warm: the script cached, the connections open
 		require.NoError(b, s.trySpend(ctx, prefix+itoa(g)))
@@ -87,6 +101,8 @@ func run(b *testing.B, s spender, procs int, n *counter, prefix string) {
 	var next atomic.Int64
 	lat := make([][]time.Duration, procs)
 	var wg sync.WaitGroup
+	require.NoError(b, admin.ConfigResetStat(ctx).Err())
+	cpu0 := serverCPU(b, admin)
 	n.n.Store(0)
 	b.ResetTimer()
 	for g := range procs {
@@ -104,11 +120,63 @@ func run(b *testing.B, s spender, procs int, n *counter, prefix string) {
 	}
 	wg.Wait()
 	b.StopTimer()
+	calls := n.n.Load()
+	cpu := serverCPU(b, admin) - cpu0
+	evalCalls, evalUsec := scriptStats(b, admin)
+	require.Equal(b, calls, evalCalls, "every call is one EVALSHA")
+	b.ReportMetric(float64(evalUsec)/float64(b.N), "server-µs/op")
+	b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "server-cpu-µs/op")
 	all := slices.Concat(lat...)
 	slices.Sort(all)
 	if len(all) > 0 {
 		b.ReportMetric(float64(all[len(all)/2].Nanoseconds())/1e3, "p50-µs")
 		b.ReportMetric(float64(all[len(all)*99/100].Nanoseconds())/1e3, "p99-µs")
 	}
-	b.ReportMetric(float64(n.n.Load())/float64(b.N), "roundtrips/op")
+	b.ReportMetric(float64(calls)/float64(b.N), "roundtrips/op")
+}
+
+// serverCPU returns the CPU time the server process has used (INFO cpu's
+// used_cpu_user and used_cpu_sys), to the microsecond.
+func serverCPU(b *testing.B, admin *redis.Client) time.Duration {
+	info := infoFields(b, admin, "cpu")
+	var d time.Duration
+	for _, f := range []string{"used_cpu_user", "used_cpu_sys"} {
+		v, err := strconv.ParseFloat(info[f], 64)
+		require.NoError(b, err, "INFO cpu's %s", f)
+		d += time.Duration(v*1e6) * time.Microsecond
+	}
+	return d
+}
+
+// scriptStats returns the calls of EVALSHA and EVAL since the last CONFIG
+// RESETSTAT and the microseconds the server spent in them.
+func scriptStats(b *testing.B, admin *redis.Client) (calls, usec int64) {
+	info := infoFields(b, admin, "commandstats")
+	for _, cmd := range []string{"cmdstat_evalsha", "cmdstat_eval"} {
+		for kv := range strings.SplitSeq(info[cmd], ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			x, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				calls += x
+			case "usec":
+				usec += x
+			}
+		}
+	}
+	return calls, usec
+}
+
+// infoFields returns the fields of one INFO section.
+func infoFields(b *testing.B, admin *redis.Client, section string) map[string]string {
+	s, err := admin.Info(context.Background(), section).Result()
+	require.NoError(b, err)
+	m := map[string]string{}
+	for line := range strings.Lines(s) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok {
+			m[k] = v
+		}
+	}
+	return m
 }
