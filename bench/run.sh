@@ -29,6 +29,9 @@
 #             million keys against a cap of 100,000
 #   keyedhttp keyed.Middleware against go-chi/httprate
 #             (BenchmarkKeyedHTTP), with -cpu 1,2
+#   rediscredit  the Redis credit backend against go-redis/redis_rate at 1,
+#             16 and 64 goroutines, on a redis-server the test binary
+#             starts (BenchmarkTrySpend in the rediscredit module)
 #
 # Environment:
 #   COUNT      samples per benchmark (default 10)
@@ -61,7 +64,7 @@ CPU=${CPU:-}
 RESULTS=${RESULTS:-results}
 TABLES=${TABLES:-}
 BENCHSTAT=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20250813145418-2f7363a06fe1)
-ALL_GROUPS=(core credit group adaptive etcdsem keyed keyedmem keyedhttp)
+ALL_GROUPS=(core credit group adaptive etcdsem keyed keyedmem keyedhttp rediscredit)
 
 # group_pkg and group_pattern say where a group's benchmarks are and which
 # they are, and tables how benchstat shows them. A new group is a line in
@@ -71,6 +74,7 @@ group_pkg() {
 	core | credit | group | keyed | keyedmem | keyedhttp) echo . ;;
 	adaptive) echo ./adaptive ;;
 	etcdsem) echo ../etcdsem ;;
+	rediscredit) echo ../rediscredit ;;
 	*) echo "run.sh: unknown group $1 (groups: ${ALL_GROUPS[*]})" >&2 && exit 2 ;;
 	esac
 }
@@ -84,6 +88,7 @@ group_pattern() {
 	keyed) echo '^BenchmarkKeyedRequest$' ;;
 	keyedmem) echo '^BenchmarkKeyed(NewKey|Heap|Attack)$' ;;
 	keyedhttp) echo '^BenchmarkKeyedHTTP$' ;;
+	rediscredit) echo '^BenchmarkTrySpend$' ;;
 	esac
 }
 
@@ -147,6 +152,7 @@ tables() {
 		"${BENCHSTAT[@]}" -filter '.name:KeyedAttack' -col /impl "$raw"
 		;;
 	keyedhttp) "${BENCHSTAT[@]}" -col '/impl@(httprate keyed)' "$raw" ;;
+	rediscredit) "${BENCHSTAT[@]}" -col '/impl@(redis_rate rediscredit)' "$raw" ;;
 	esac
 }
 
@@ -191,6 +197,9 @@ header() {
 	echo "# $(go version); load average at the start:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
 	local cpu=${CPU:-$(group_cpu "$1")}
 	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${cpu:-default} bench/run.sh $1, at $REV"
+	if [ "$1" = rediscredit ]; then
+		echo "# $(redis-server --version)"
+	fi
 }
 
 # bin_of names the test binary of package $1.
