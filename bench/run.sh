@@ -31,7 +31,8 @@
 #             (BenchmarkKeyedHTTP), with -cpu 1,2
 #   rediscredit  the Redis credit backend against go-redis/redis_rate at 1,
 #             16 and 64 goroutines, on a redis-server the test binary
-#             starts (BenchmarkTrySpend in the rediscredit module)
+#             starts (BenchmarkTrySpend in the rediscredit module; skipped
+#             without redis-server, or REDIS_SERVER naming one)
 #
 # Environment:
 #   COUNT      samples per benchmark (default 10)
@@ -198,7 +199,7 @@ header() {
 	local cpu=${CPU:-$(group_cpu "$1")}
 	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${cpu:-default} bench/run.sh $1, at $REV"
 	if [ "$1" = rediscredit ]; then
-		echo "# $(redis-server --version)"
+		echo "# $("${REDIS_SERVER:-redis-server}" --version)"
 	fi
 }
 
@@ -215,6 +216,10 @@ for g in "${groups[@]}"; do
 	pkg=$(group_pkg "$g")
 	if [ ! -d "$pkg" ]; then
 		echo "run.sh: $g: no package $pkg in the tree, skipped" >&2
+		continue
+	fi
+	if [ "$g" = rediscredit ] && ! command -v "${REDIS_SERVER:-redis-server}" >/dev/null; then
+		echo "run.sh: $g: no redis-server (install it, or set REDIS_SERVER to its path), skipped" >&2
 		continue
 	fi
 	bin=$(bin_of "$pkg")
