@@ -47,6 +47,8 @@
 # group once per round, so that the samples of every row are spread over
 # the same stretch of time: on a shared machine a burst of other work then
 # moves all columns alike instead of skewing the one that ran during it.
+# Each run sees its round (1 to COUNT) in BENCH_ROUND, so that a benchmark
+# may swap the order of what it compares from one round to the next.
 # With the defaults, core takes about 15 minutes on 2 CPUs and every group
 # about 30.
 #
@@ -153,7 +155,7 @@ tables() {
 		"${BENCHSTAT[@]}" -filter '.name:KeyedAttack' -col /impl "$raw"
 		;;
 	keyedhttp) "${BENCHSTAT[@]}" -col '/impl@(httprate keyed)' "$raw" ;;
-	rediscredit) "${BENCHSTAT[@]}" -col '/impl@(redis_rate rediscredit)' "$raw" ;;
+	rediscredit) "${BENCHSTAT[@]}" -col '/impl@(redis_rate rediscredit ping)' "$raw" ;;
 	esac
 }
 
@@ -244,7 +246,7 @@ for i in $(seq "$COUNT"); do
 		pkg=$(group_pkg "$g")
 		bin=$PWD/$(bin_of "$pkg")
 		cpu=${CPU:-$(group_cpu "$g")}
-		(cd "$pkg" && "$bin" -test.run '^$' -test.bench "$(group_pattern "$g")" \
+		(cd "$pkg" && BENCH_ROUND=$i "$bin" -test.run '^$' -test.bench "$(group_pattern "$g")" \
 			-test.benchmem -test.count 1 -test.benchtime "$BENCHTIME" ${cpu:+-test.cpu "$cpu"}) |
 			grep -v -e '^PASS$' -e '^ok ' | tee -a "$RESULTS/$g.txt" >&2
 	done

@@ -2,6 +2,7 @@ package rediscredit_test
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,41 +41,56 @@ func (g gcra) trySpend(ctx context.Context, key string) error {
 	return err
 }
 
+// ping is the floor: a PING per call, one round trip with no script.
+type ping struct{ c *redis.Client }
+
+func (p ping) trySpend(ctx context.Context, _ string) error { return p.c.Ping(ctx).Err() }
+
 // BenchmarkTrySpend measures one decision on a key, made by a number of
 // goroutines at once through one client (a connection each), against the
 // same server in the same run: ns/op is the inverse of throughput, p50-µs
 // and p99-µs the latency of one call, roundtrips/op the commands sent.
-// server-µs/op is the server's own time in the script per call (INFO
+// server-µs/op is the server's own time in the command per call (INFO
 // commandstats' usec of EVALSHA, the commands the script calls included),
 // and server-cpu-µs/op the server process's CPU time per call, parsing and
 // replying included: Redis runs scripts on one thread, so these bound the
 // calls a server can serve, and they do not move with the client's
 // scheduling as ns/op does on a machine the client shares.
 // Each goroutine spends on its own key, at a rate no call exceeds, so every
-// call succeeds in both.
+// call succeeds in both. impl=ping is the floor of a call: the round trip.
 //
-// The two implementations alternate at each concurrency; bench/run.sh
-// rediscredit runs the binary once per round, so that the samples of both
-// are spread over the same stretch of time.
+// bench/run.sh rediscredit runs the binary once per round, so that the
+// samples of both are spread over the same stretch of time. At each
+// concurrency the floor runs first, and the two implementations follow in
+// an order that swaps from one round to the next (BENCH_ROUND), so that
+// neither always runs first, or right after the other.
 func BenchmarkTrySpend(b *testing.B) {
 	srv := needServer(b)
 	admin := redis.NewClient(&redis.Options{Addr: srv.addr()})
 	defer admin.Close()
+	order := []string{"ping", "rediscredit", "redis_rate"}
+	if round, _ := strconv.Atoi(os.Getenv("BENCH_ROUND")); round%2 == 0 {
+		order[1], order[2] = order[2], order[1]
+	}
 	for _, procs := range []int{1, 16, 64} {
-		for _, name := range []string{"rediscredit", "redis_rate"} {
+		for _, name := range order {
 			b.Run("impl="+name+"/goroutines="+itoa(procs), func(b *testing.B) {
 				var n counter
 				c := warmClient(b, srv.addr(), procs, &n)
 				defer c.Close()
 				var s spender
-				if name == "rediscredit" {
+				cmd := "evalsha"
+				switch name {
+				case "rediscredit":
 					l, err := rediscredit.New(c, 1e7, 1e6)
 					require.NoError(b, err)
 					s = credits{l}
-				} else {
+				case "redis_rate":
 					s = gcra{redis_rate.NewLimiter(c), redis_rate.Limit{Rate: 1e7, Burst: 1e6, Period: time.Second}}
+				default:
+					s, cmd = ping{c}, "ping"
 				}
-				run(b, s, procs, &n, admin, "bench:"+name+":")
+				run(b, s, procs, &n, admin, cmd, "bench:"+name+":")
 			})
 		}
 	}
@@ -93,7 +109,8 @@ func warmClient(b *testing.B, addr string, procs int, n *counter) *redis.Client 
 	return c
 }
 
-func run(b *testing.B, s spender, procs int, n *counter, admin *redis.Client, prefix string) {
+// run measures s; cmd is the command each call sends.
+func run(b *testing.B, s spender, procs int, n *counter, admin *redis.Client, cmd, prefix string) {
 	ctx := context.Background()
 	for g := range procs { // warm: the script cached, the connections open
 		require.NoError(b, s.trySpend(ctx, prefix+itoa(g)))
@@ -122,9 +139,9 @@ func run(b *testing.B, s spender, procs int, n *counter, admin *redis.Client, pr
 	b.StopTimer()
 	calls := n.n.Load()
 	cpu := serverCPU(b, admin) - cpu0
-	evalCalls, evalUsec := scriptStats(b, admin)
-	require.Equal(b, calls, evalCalls, "every call is one EVALSHA")
-	b.ReportMetric(float64(evalUsec)/float64(b.N), "server-µs/op")
+	cmdCalls, cmdUsec := commandStats(b, admin, cmd)
+	require.Equal(b, calls, cmdCalls, "every call is one %s", cmd)
+	b.ReportMetric(float64(cmdUsec)/float64(b.N), "server-µs/op")
 	b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "server-cpu-µs/op")
 	all := slices.Concat(lat...)
 	slices.Sort(all)
@@ -148,20 +165,18 @@ func serverCPU(b *testing.B, admin *redis.Client) time.Duration {
 	return d
 }
 
-// scriptStats returns the calls of EVALSHA and EVAL since the last CONFIG
-// RESETSTAT and the microseconds the server spent in them.
-func scriptStats(b *testing.B, admin *redis.Client) (calls, usec int64) {
+// commandStats returns the calls of cmd since the last CONFIG RESETSTAT
+// and the microseconds the server spent in them.
+func commandStats(b *testing.B, admin *redis.Client, cmd string) (calls, usec int64) {
 	info := infoFields(b, admin, "commandstats")
-	for _, cmd := range []string{"cmdstat_evalsha", "cmdstat_eval"} {
-		for kv := range strings.SplitSeq(info[cmd], ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			x, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				calls += x
-			case "usec":
-				usec += x
-			}
+	for kv := range strings.SplitSeq(info["cmdstat_"+cmd], ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		x, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "calls":
+			calls = x
+		case "usec":
+			usec = x
 		}
 	}
 	return calls, usec
