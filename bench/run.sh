@@ -29,6 +29,10 @@
 #             million keys against a cap of 100,000
 #   keyedhttp keyed.Middleware against go-chi/httprate
 #             (BenchmarkKeyedHTTP), with -cpu 1,2
+#   rediscredit  the Redis credit backend against go-redis/redis_rate at 1,
+#             16 and 64 goroutines, on a redis-server the test binary
+#             starts (BenchmarkTrySpend in the rediscredit module; skipped
+#             without redis-server, or REDIS_SERVER naming one)
 #
 # Environment:
 #   COUNT      samples per benchmark (default 10)
@@ -43,6 +47,8 @@
 # group once per round, so that the samples of every row are spread over
 # the same stretch of time: on a shared machine a burst of other work then
 # moves all columns alike instead of skewing the one that ran during it.
+# Each run sees its round (1 to COUNT) in BENCH_ROUND, so that a benchmark
+# may swap the order of what it compares from one round to the next.
 # With the defaults, core takes about 15 minutes on 2 CPUs and every group
 # about 30.
 #
@@ -61,7 +67,7 @@ CPU=${CPU:-}
 RESULTS=${RESULTS:-results}
 TABLES=${TABLES:-}
 BENCHSTAT=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20250813145418-2f7363a06fe1)
-ALL_GROUPS=(core credit group adaptive etcdsem keyed keyedmem keyedhttp)
+ALL_GROUPS=(core credit group adaptive etcdsem keyed keyedmem keyedhttp rediscredit)
 
 # group_pkg and group_pattern say where a group's benchmarks are and which
 # they are, and tables how benchstat shows them. A new group is a line in
@@ -71,6 +77,7 @@ group_pkg() {
 	core | credit | group | keyed | keyedmem | keyedhttp) echo . ;;
 	adaptive) echo ./adaptive ;;
 	etcdsem) echo ../etcdsem ;;
+	rediscredit) echo ../rediscredit ;;
 	*) echo "run.sh: unknown group $1 (groups: ${ALL_GROUPS[*]})" >&2 && exit 2 ;;
 	esac
 }
@@ -84,6 +91,7 @@ group_pattern() {
 	keyed) echo '^BenchmarkKeyedRequest$' ;;
 	keyedmem) echo '^BenchmarkKeyed(NewKey|Heap|Attack)$' ;;
 	keyedhttp) echo '^BenchmarkKeyedHTTP$' ;;
+	rediscredit) echo '^BenchmarkTrySpend$' ;;
 	esac
 }
 
@@ -147,6 +155,7 @@ tables() {
 		"${BENCHSTAT[@]}" -filter '.name:KeyedAttack' -col /impl "$raw"
 		;;
 	keyedhttp) "${BENCHSTAT[@]}" -col '/impl@(httprate keyed)' "$raw" ;;
+	rediscredit) "${BENCHSTAT[@]}" -col '/impl@(redis_rate rediscredit ping)' "$raw" ;;
 	esac
 }
 
@@ -191,6 +200,9 @@ header() {
 	echo "# $(go version); load average at the start:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
 	local cpu=${CPU:-$(group_cpu "$1")}
 	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${cpu:-default} bench/run.sh $1, at $REV"
+	if [ "$1" = rediscredit ]; then
+		echo "# $("${REDIS_SERVER:-redis-server}" --version)"
+	fi
 }
 
 # bin_of names the test binary of package $1.
@@ -206,6 +218,10 @@ for g in "${groups[@]}"; do
 	pkg=$(group_pkg "$g")
 	if [ ! -d "$pkg" ]; then
 		echo "run.sh: $g: no package $pkg in the tree, skipped" >&2
+		continue
+	fi
+	if [ "$g" = rediscredit ] && ! command -v "${REDIS_SERVER:-redis-server}" >/dev/null; then
+		echo "run.sh: $g: no redis-server (install it, or set REDIS_SERVER to its path), skipped" >&2
 		continue
 	fi
 	bin=$(bin_of "$pkg")
@@ -230,7 +246,7 @@ for i in $(seq "$COUNT"); do
 		pkg=$(group_pkg "$g")
 		bin=$PWD/$(bin_of "$pkg")
 		cpu=${CPU:-$(group_cpu "$g")}
-		(cd "$pkg" && "$bin" -test.run '^$' -test.bench "$(group_pattern "$g")" \
+		(cd "$pkg" && BENCH_ROUND=$i "$bin" -test.run '^$' -test.bench "$(group_pattern "$g")" \
 			-test.benchmem -test.count 1 -test.benchtime "$BENCHTIME" ${cpu:+-test.cpu "$cpu"}) |
 			grep -v -e '^PASS$' -e '^ok ' | tee -a "$RESULTS/$g.txt" >&2
 	done

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/atomicsem/atomicsem/credittest"
@@ -75,17 +76,34 @@ func (r *reservation) Forget() time.Duration {
 	return at(res)
 }
 
-// The Redis backend keeps credit's laws, checked on the server's clock.
+// scripter hides every method of a client but redis.Scripter's, as a
+// wrapper of the user's might.
+type scripter struct{ redis.Scripter }
+
+// The Redis backend keeps credit's laws, checked on the server's clock,
+// through a client (which the Limiter sends typed commands through) and
+// through a bare redis.Scripter (which it calls Script.Run on).
 func TestLaws(t *testing.T) {
 	srv := needServer(t)
 	c := client(t, srv.addr())
-	credittest.Run(t, credittest.Config{
-		New: func(t *testing.T, rate float64, burst int64) credittest.Bucket {
-			l, err := rediscredit.New(c, rate, burst)
-			require.NoError(t, err)
-			k := key(t)
-			require.NoError(t, c.Del(context.Background(), k).Err())
-			return &bucket{t: t, l: l, key: k}
-		},
-	})
+	tests := []struct {
+		name   string
+		client redis.Scripter
+	}{
+		{"client", c},
+		{"scripter", scripter{c}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			credittest.Run(t, credittest.Config{
+				New: func(t *testing.T, rate float64, burst int64) credittest.Bucket {
+					l, err := rediscredit.New(tt.client, rate, burst)
+					require.NoError(t, err)
+					k := key(t)
+					require.NoError(t, c.Del(context.Background(), k).Err())
+					return &bucket{t: t, l: l, key: k}
+				},
+			})
+		})
+	}
 }

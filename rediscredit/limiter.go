@@ -31,10 +31,10 @@ package rediscredit
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -63,13 +63,11 @@ var (
 // A Limiter must be made with New; the zero value is not usable.
 type Limiter struct {
 	client redis.Scripter
+	proc   processor // client, if it runs any command; nil: through Scripter
 	rate   atomic.Pointer[rate]
 	burst  int64
 	hold   time.Duration
 	local  *fallback // nil: fail closed
-
-	// burstArg and holdArg are the script's arguments, boxed once.
-	burstArg, holdArg any
 }
 
 // An Option configures a Limiter in New.
@@ -125,13 +123,13 @@ func New(client redis.Scripter, rate float64, burst int64, opts ...Option) (*Lim
 		return nil, fmt.Errorf("rediscredit: %w: burst %d is outside [1, %d]", credit.ErrInvalidBurst, burst, int64(MaxBurst))
 	}
 	l := &Limiter{client: client, burst: burst, hold: time.Minute}
-	l.rate.Store(newRate(rate))
+	l.proc, _ = client.(processor)
 	for _, opt := range opts {
 		if err := opt(l); err != nil {
 			return nil, err
 		}
 	}
-	l.burstArg, l.holdArg = strconv.FormatInt(burst, 10), strconv.FormatInt(l.hold.Milliseconds(), 10)
+	l.rate.Store(l.newRate(rate))
 	return l, nil
 }
 
@@ -142,13 +140,22 @@ func checkRate(rate float64) error {
 	return nil
 }
 
-// rate is a rate as a number and as the script's argument, formatted once.
+// rate is a rate as a number and as the script's first argument: the rate,
+// the burst and the hold in milliseconds, packed as the script reads them
+// (three little-endian float64s) and boxed once, so that a call neither
+// formats nor allocates them and the script parses no decimal.
 type rate struct {
-	f   float64
-	arg any
+	f      float64
+	params any
 }
 
-func newRate(f float64) *rate { return &rate{f, strconv.FormatFloat(f, 'g', -1, 64)} }
+func (l *Limiter) newRate(f float64) *rate {
+	b := make([]byte, 0, 24)
+	for _, x := range []float64{f, float64(l.burst), float64(l.hold.Milliseconds())} {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	return &rate{f, string(b)}
+}
 
 // Rate returns the rate, in credits per second, as last set.
 func (l *Limiter) Rate() float64 { return l.rate.Load().f }
@@ -169,7 +176,7 @@ func (l *Limiter) SetRate(rate float64) error {
 	if err := checkRate(rate); err != nil {
 		return err
 	}
-	l.rate.Store(newRate(rate))
+	l.rate.Store(l.newRate(rate))
 	return nil
 }
 
@@ -232,7 +239,7 @@ func (l *Limiter) TrySpend(ctx context.Context, key string, n int64) (Result, er
 	if err := l.check(ctx, key, n); err != nil {
 		return Result{}, err
 	}
-	r, err := l.run(ctx, "spend", key, n, 0, -1)
+	r, err := l.run(ctx, opSpend, key, n, 0, -1)
 	if err != nil {
 		if l.local != nil && errors.Is(err, ErrUnavailable) {
 			return l.local.trySpend(l, key, n), nil
@@ -268,7 +275,7 @@ func (l *Limiter) Spend(ctx context.Context, key string, n int64) (Result, error
 		if dl, ok := ctx.Deadline(); ok {
 			limit = max(time.Until(dl).Microseconds(), 0)
 		}
-		r, err := l.run(ctx, "claim", key, n, 0, limit)
+		r, err := l.run(ctx, opClaim, key, n, 0, limit)
 		if err != nil {
 			if l.local != nil && errors.Is(err, ErrUnavailable) {
 				return l.local.spend(ctx, l, key, n)
@@ -304,7 +311,7 @@ func (l *Limiter) Spend(ctx context.Context, key string, n int64) (Result, error
 func (l *Limiter) unclaim(ctx context.Context, key string, n int64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	_, _ = l.run(ctx, "unclaim", key, n, 0, -1)
+	_, _ = l.run(ctx, opUnclaim, key, n, 0, -1)
 }
 
 // period returns one period of the rate, between a millisecond and a
@@ -338,7 +345,7 @@ func (l *Limiter) Stats(ctx context.Context, key string) (Result, error) {
 	if err := l.check(ctx, key, 1); err != nil {
 		return Result{}, err
 	}
-	r, err := l.run(ctx, "stats", key, 0, 0, -1)
+	r, err := l.run(ctx, opStats, key, 0, 0, -1)
 	if err != nil {
 		return Result{}, err
 	}

@@ -34,7 +34,7 @@ func (l *Limiter) TryReserve(ctx context.Context, key string, n int64) (*Reserva
 	if err := l.check(ctx, key, n); err != nil {
 		return nil, Result{}, err
 	}
-	r, err := l.run(ctx, "reserve", key, n, 0, -1)
+	r, err := l.run(ctx, opReserve, key, n, 0, -1)
 	if err != nil {
 		if l.local != nil && errors.Is(err, ErrUnavailable) {
 			return l.local.tryReserve(l, key, n)
@@ -87,7 +87,7 @@ func (r *Reservation) Settle(ctx context.Context, spent int64) (Result, error) {
 		r.state.Store(0)
 		return Result{}, err
 	}
-	rep, err := r.l.run(ctx, "settle", r.key, r.n-spent, spent, -1)
+	rep, err := r.l.run(ctx, opSettle, r.key, r.n-spent, spent, -1)
 	if err != nil {
 		r.state.Store(0)
 		return Result{}, err

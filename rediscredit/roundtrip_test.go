@@ -2,10 +2,12 @@ package rediscredit_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/atomicsem/atomicsem/rediscredit"
@@ -13,14 +15,26 @@ import (
 
 // Every call is one round trip once the server holds the script; the first
 // call after the server lost it (here: SCRIPT FLUSH) is two, EVALSHA and
-// then EVAL.
+// then EVAL. So it is through a client and through a bare redis.Scripter.
 func TestOneRoundTripPerCall(t *testing.T) {
-	srv := needServer(t)
-	var n counter
-	c := client(t, srv.addr(), &n)
+	for _, bare := range []bool{false, true} {
+		t.Run(fmt.Sprintf("scripter=%v", bare), func(t *testing.T) {
+			srv := needServer(t)
+			var n counter
+			c := client(t, srv.addr(), &n)
+			var s redis.Scripter = c
+			if bare {
+				s = scripter{c}
+			}
+			oneRoundTripPerCall(t, c, s, &n)
+		})
+	}
+}
+
+func oneRoundTripPerCall(t *testing.T, c *redis.Client, s redis.Scripter, n *counter) {
 	ctx := context.Background()
 	require.NoError(t, c.ScriptFlush(ctx).Err())
-	l, err := rediscredit.New(c, 1e6, 1000)
+	l, err := rediscredit.New(s, 1e6, 1000)
 	require.NoError(t, err)
 	k := key(t)
 
