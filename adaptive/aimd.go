@@ -68,10 +68,10 @@ func (a *AIMD) Validate() error {
 
 // Next implements Controller.
 func (a *AIMD) Next(limit float64, s Sample) float64 {
-	w, ok := a.win.add(limit, s)
-	if !ok {
+	if !a.win.add(limit, s) {
 		return limit
 	}
+	w := a.win.close(s)
 	switch {
 	case w.failed:
 		a.congested = true
