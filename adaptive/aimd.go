@@ -37,7 +37,12 @@ import (
 //
 // AIMD reacts only to drops and to RTTs above Timeout, so the limit it
 // settles at is where the service starts to fail or to exceed Timeout:
-// set Timeout a little above the latency that is acceptable.
+// set Timeout a little above the latency that is acceptable. The queue it
+// keeps is then as long as it takes to make requests wait Timeout less
+// their own latency, however many requests that is: where requests differ
+// widely in latency (a cache in front of the service) or many leave early
+// (clients that cancel), that queue holds many requests, and a
+// delay-based controller, Gradient2 or Vegas, keeps a shorter one.
 //
 // Set the fields before passing the AIMD to New; an AIMD serves one Limiter.
 // The zero value uses the defaults.
@@ -68,10 +73,10 @@ func (a *AIMD) Validate() error {
 
 // Next implements Controller.
 func (a *AIMD) Next(limit float64, s Sample) float64 {
-	w, ok := a.win.add(limit, s)
-	if !ok {
+	if !a.win.add(limit, s) {
 		return limit
 	}
+	w := a.win.close(s)
 	switch {
 	case w.failed:
 		a.congested = true

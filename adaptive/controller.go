@@ -83,11 +83,11 @@ type summary struct {
 	failed   bool          // whether every sample was: nothing completed
 }
 
-// add counts s and reports whether the window is now complete, returning
-// its summary. A complete window starts the next at the end of s.
-func (w *window) add(limit float64, s Sample) (summary, bool) {
+// add counts s and reports whether the window is now complete; close
+// then summarises it.
+func (w *window) add(limit float64, s Sample) bool {
 	if s.Start.Before(w.since) {
-		return summary{}, false
+		return false
 	}
 	w.n++
 	w.highest = max(w.highest, s.InFlight)
@@ -96,15 +96,19 @@ func (w *window) add(limit float64, s Sample) (summary, bool) {
 		w.ok++
 		w.sum += s.RTT
 	}
-	if float64(w.n) < min(maxWindow, max(1, limit/2)) {
-		return summary{}, false
-	}
+	return float64(w.n) >= min(maxWindow, max(1, limit/2))
+}
+
+// close returns the summary of a complete window and starts the next at
+// the end of last, the sample that completed it. It is outlined from add,
+// which most samples leave without completing a window.
+func (w *window) close(last Sample) summary {
 	sum := summary{inFlight: w.highest, limited: w.limited, dropped: w.ok < w.n, failed: w.ok == 0}
 	if w.ok > 0 {
 		sum.rtt = w.sum / time.Duration(w.ok)
 	}
-	*w = window{since: s.End()}
-	return sum, true
+	*w = window{since: last.End()}
+	return sum
 }
 
 // restart empties the window and counts only requests admitted from t on.

@@ -136,10 +136,10 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 		return g.probe.begin(limit, g.last, g.hasLast, g.baseline, true, s.End())
 	}
 
-	w, ok := g.win.add(limit, s)
-	if !ok {
+	if !g.win.add(limit, s) {
 		return limit
 	}
+	w := g.win.close(s)
 	g.lowered = false
 	if w.failed {
 		return 1 // nothing completed: to the minimum, which the Limiter enforces

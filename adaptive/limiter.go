@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -58,7 +57,6 @@ const (
 type Limiter struct {
 	sem      *atomicsem.Semaphore
 	inFlight atomic.Int64
-	lastRTT  atomic.Int64 // nanoseconds of the last Succeeded RTT
 	rejected atomic.Uint64
 	// turnedAway counts the requests the limit turned away: TryAcquire
 	// calls that found no free slot and Acquire calls that had to wait.
@@ -73,12 +71,13 @@ type Limiter struct {
 	epoch time.Time
 
 	mu      sync.Mutex
-	ctrl    Controller // guarded by mu
-	limit   float64    // the controller's limit; guarded by mu
-	set     int64      // the limit last given to sem; guarded by mu
-	success uint64     // guarded by mu
-	dropped uint64     // guarded by mu
-	ignored uint64     // guarded by mu
+	ctrl    Controller    // guarded by mu
+	limit   float64       // the controller's limit; guarded by mu
+	set     int64         // the limit last given to sem; guarded by mu
+	lastRTT time.Duration // of the last Succeeded request; guarded by mu
+	success uint64        // guarded by mu
+	dropped uint64        // guarded by mu
+	ignored uint64        // guarded by mu
 }
 
 // An Option configures a Limiter in New.
@@ -238,11 +237,11 @@ func (l *Limiter) record(s Sample) {
 		l.dropped++
 	} else {
 		l.success++
-		l.lastRTT.Store(int64(s.RTT))
+		l.lastRTT = s.RTT
 	}
 	next := l.ctrl.Next(l.limit, s)
 	if next == next { // not NaN
-		l.limit = math.Max(l.min, math.Min(l.max, next))
+		l.limit = max(l.min, min(l.max, next))
 	}
 	if n := int64(l.limit); n != l.set {
 		if l.sem.SetLimit(n) == nil { // fails only once closed
@@ -296,7 +295,7 @@ func (l *Limiter) Stats() Stats {
 		Limit:     st.Limit,
 		InFlight:  st.Held,
 		Waiters:   st.Waiters,
-		LastRTT:   time.Duration(l.lastRTT.Load()),
+		LastRTT:   l.lastRTT,
 		Succeeded: l.success,
 		Success:   l.success,
 		Dropped:   l.dropped,

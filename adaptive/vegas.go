@@ -138,10 +138,10 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 		return v.probe.begin(limit, v.last, v.hasLast, v.rttNoLoad, true, s.End())
 	}
 
-	w, ok := v.win.add(limit, s)
-	if !ok {
+	if !v.win.add(limit, s) {
 		return limit
 	}
+	w := v.win.close(s)
 	if w.failed {
 		return 1 // nothing completed: to the minimum, which the Limiter enforces
 	}

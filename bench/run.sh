@@ -12,7 +12,7 @@
 #   credit    package credit (BenchmarkCredit*)
 #   group     package group (BenchmarkGroup*)
 #   adaptive  package adaptive (BenchmarkAcquireRecord in bench/adaptive)
-#             beside failsafe-go and go-concurrency-limits, the
+#             beside failsafe-go, go-concurrency-limits and a floor, the
 #             side-by-side simulation and failure scenarios
 #             (results/adaptive-sim.txt), and the plots docs/adaptive.md
 #             shows (docs/adaptive-follow.png, docs/adaptive-failure.png)
@@ -142,7 +142,7 @@ tables() {
 	credit) "${BENCHSTAT[@]}" -col '/impl@(credit xrate juju uber floor floorclock)' "$raw" ;;
 	group) "${BENCHSTAT[@]}" -col '/impl@(errgroup group group-go conc chanwg)' "$raw" ;;
 	adaptive)
-		"${BENCHSTAT[@]}" -col '/impl@(failsafe adaptive-aimd adaptive-vegas adaptive-gradient2 failsafe-100ms gcl-gradient2 gcl-gradient2-100ms gcl-vegas gcl-vegas-100ms)' "$raw"
+		"${BENCHSTAT[@]}" -col '/impl@(failsafe adaptive-aimd adaptive-vegas adaptive-gradient2 failsafe-100ms gcl-gradient2 gcl-gradient2-100ms gcl-vegas gcl-vegas-100ms floor)' "$raw"
 		;;
 	etcdsem) "${BENCHSTAT[@]}" -col /impl "$raw" ;;
 	keyed) "${BENCHSTAT[@]}" -col '/impl@(golimiter keyed syncmap lru floor floorclock)' "$raw" ;;
