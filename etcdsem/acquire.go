@@ -25,7 +25,8 @@ const grantBatch = 32
 // writes the caller's key holding the permits. Otherwise it takes two: one
 // writes the key waiting and reads the semaphore, the next grants the
 // permits; a contended one watches, between the two, the keys whose change
-// can admit it, until the rules do.
+// can admit it, until the rules do, and is often granted by the grant of a
+// waiter ahead of it instead.
 //
 // On failure Acquire returns the zero Token, and deletes the key it wrote,
 // leaving the semaphore as if it had not been called:

@@ -28,11 +28,14 @@ import (
 // permits while it waits. Every waiter also watches the config: a lower
 // limit passes waiters over, a higher one frees permits, and Close ends
 // the wait. So each change wakes only the waiters it can admit: a release
-// wakes the first in line, and its grant wakes the next, which then reads
-// the semaphore once to learn the holders it waits for. The key it
+// wakes the first in line, and its grant wakes the next. The grant leaves
+// a note in the keys it grants (see grantNote), from which the next
+// learns, without a read, whether the batch granted it too or, now first
+// in line, which keys can hold: it watches them and compares them once,
+// reading the semaphore only if one has changed (see handOff). The key it
 // watched as the one ahead is among them, and its watch goes on. Where
-// that grant took the whole limit, the rules leave its key the only
-// holder, and the waiter needs no read (see aheadTakesAll).
+// that grant took the whole limit, its key is the only holder and there
+// is nothing to compare (see aheadTakesAll for a grant without a note).
 //
 // Each watch starts at the present: etcd sends changes as they are made on
 // a watch that starts at a revision it has not yet reached, but serves one
