@@ -385,9 +385,10 @@ func (w *waiter) dropAhead(v *view, me, ahead *entry) {
 // handOff brings into v the grant of the waiter ahead from the note the
 // grant wrote (see grantNote), and reports whether it did. The note was
 // written under the config v has, or handOff does nothing. Where the
-// batch reached past the waiter, the waiter is granted too, at the
-// grant's revision: grants go in arrival order and the waiter fits the
-// limit, so a batch that granted a waiter behind it granted it. Otherwise
+// batch reached the waiter (its last grantee arrived no earlier), the
+// waiter is granted too, at the grant's revision: grants go in arrival
+// order and the waiter fits the limit, so a batch that granted a waiter
+// no earlier than it granted it. Otherwise
 // the waiter is now first in line, and the note lists the keys that can
 // hold: v becomes those keys and the waiter's own, instead of a read of
 // the semaphore. A listed key may have been deleted since the grant's
