@@ -1,9 +1,13 @@
 package etcdsem_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/atomicsem/atomicsem/etcdsem"
 )
@@ -36,4 +40,98 @@ func TestConfigChangeAfterADerivedViewNeedsARead(t *testing.T) {
 func TestFirstInLineTakesAConfigChangeWithoutARead(t *testing.T) {
 	w := etcdsem.NewEventWaiter(1, []etcdsem.WalkKey{{Name: "h", N: 1, Held: true}, {Name: "me", N: 1}}, "me", []string{"h"})
 	require.True(t, w.SetLimit(2), "its view is exact for every key that can admit it")
+}
+
+func TestBatchThatReachesPastTheWaiterGrantsIt(t *testing.T) {
+	w := etcdsem.NewEventWaiter(3, queue, "me", []string{"a"})
+	require.True(t, w.Grant("a", 1, "me", nil, true), "the note says the batch reached it")
+	require.Equal(t, "held 1", w.Keys()["me"])
+	require.Equal(t, w.Mods()["me"], int64(len(queue)+2), "held since the grant's revision")
+}
+
+func TestBatchThatEndsAheadLeavesTheWaiterFirstWithTheListedHolders(t *testing.T) {
+	w := etcdsem.NewEventWaiter(3, queue, "me", []string{"a"})
+	require.True(t, w.Grant("a", 1, "a", []string{"h", "b"}, true), "the note lists the holders")
+	require.Equal(t, map[string]string{"h": "held 1", "b": "held 1", "a": "held 1", "me": "wait 1"}, w.Keys())
+	grant := int64(len(queue) + 2)
+	require.Equal(t, map[string]int64{"h": 2, "b": grant, "a": grant, "me": 5}, w.Mods(),
+		"a listed key the grant wrote is held since the grant")
+	require.True(t, w.Delete("h"), "first in line, it watches every holder")
+}
+
+func TestGrantNoteUnderAnotherConfigNeedsARead(t *testing.T) {
+	w := etcdsem.NewEventWaiter(3, queue, "me", []string{"a"})
+	require.False(t, w.Grant("a", 1, "me", nil, false), "under another limit the batch may have passed it over")
+	w = etcdsem.NewEventWaiter(3, queue, "me", []string{"a"})
+	require.False(t, w.Grant("a", 1, "a", []string{"h", "b"}, false))
+}
+
+func TestGrantNoteWithoutAListNeedsARead(t *testing.T) {
+	w := etcdsem.NewEventWaiter(3, queue, "me", []string{"a"})
+	require.False(t, w.Grant("a", 1, "a", nil, true), "too many holders to list")
+}
+
+// A waiter that becomes first in line learns the holders from the note of
+// the grant ahead of it instead of reading the semaphore, and compares
+// them before it waits on them: here the note lists a holder that the
+// same transaction deletes, so a waiter that trusted the list would wait
+// for a release that has happened. It is granted after one compare (which
+// fails and reads) and one grant.
+func TestGrantNoteListingAGoneHolderIsComparedNotTrusted(t *testing.T) {
+	srv := startServer(t)
+	prefix := prefixFor(t)
+	h := newHandle(t, srv, prefix, 2, 2, handleOpts{})
+	ctx := testCtx(t)
+	tok, err := h.Acquire(ctx, 1)
+	require.NoError(t, err)
+	defer tok.Release()
+	var holder string
+	for key := range keys(t, h.cli, prefix) {
+		holder = key
+	}
+
+	// A waiter ahead whose owner never grants itself: the test grants it.
+	ahead := prefix + "k/a"
+	aheadSess := newSession(t, h.cli, 10)
+	_, err = h.cli.Put(ctx, ahead, "wait 1", clientv3.WithLease(aheadSess.Lease()))
+	require.NoError(t, err)
+
+	w := newHandle(t, srv, prefix, 0, 2, handleOpts{})
+	got := make(chan error, 1)
+	go func() {
+		tok, err := w.Acquire(ctx, 1)
+		if err == nil {
+			tok.Release()
+		}
+		got <- err
+	}()
+	require.Eventually(t, func() bool {
+		n, err := etcdsem.Parked(ctx, w.Semaphore)
+		return err == nil && n == 1
+	}, 10*time.Second, time.Millisecond)
+
+	cfg, err := h.cli.Get(ctx, prefix+"config")
+	require.NoError(t, err)
+	kvs, err := h.cli.Get(ctx, prefix, clientv3.WithPrefix())
+	require.NoError(t, err)
+	var aheadCreate, holderMod int64
+	for _, kv := range kvs.Kvs {
+		switch string(kv.Key) {
+		case ahead:
+			aheadCreate = kv.CreateRevision
+		case holder:
+			holderMod = kv.ModRevision
+		}
+	}
+	note := fmt.Sprintf("held 1 %d %d h %s,%d,1", cfg.Kvs[0].ModRevision, aheadCreate, strings.TrimPrefix(holder, prefix+"k/"), holderMod)
+	calls := w.rpcs.calls.Load()
+	_, err = h.cli.Txn(ctx).Then(clientv3.OpDelete(holder), clientv3.OpPut(ahead, note, clientv3.WithIgnoreLease())).Commit()
+	require.NoError(t, err)
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter waits for a holder that is gone")
+	}
+	require.Equal(t, int64(3), w.rpcs.calls.Load()-calls, "a compare that reads, a grant and a release")
 }

@@ -25,7 +25,8 @@ const grantBatch = 32
 // writes the caller's key holding the permits. Otherwise it takes two: one
 // writes the key waiting and reads the semaphore, the next grants the
 // permits; a contended one watches, between the two, the keys whose change
-// can admit it, until the rules do.
+// can admit it, until the rules do, and is often granted by the grant of a
+// waiter ahead of it instead.
 //
 // On failure Acquire returns the zero Token, and deletes the key it wrote,
 // leaving the semaphore as if it had not been called:
@@ -262,6 +263,7 @@ func (s *Semaphore) noteFloor(m int64) {
 type grantReq struct {
 	cfg      config   // the view's config
 	grantees []*entry // at most grantBatch waiters the view admits, from the first
+	holders  []*entry // the keys holding in the view, for the grant's note
 	// For an arrival admitted behind them: the view's revision; and the
 	// key to create, held, for TryAcquire, or the limit to write into the
 	// config, for TryForget.
@@ -289,9 +291,16 @@ func (s *Semaphore) grant(ctx context.Context, g grantReq) (*clientv3.TxnRespons
 	cmps := make([]clientv3.Cmp, 0, len(g.grantees)+3)
 	ops := make([]clientv3.Op, 0, len(g.grantees)+1)
 	cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.cfgKey), "=", g.cfg.mod))
-	for _, e := range g.grantees {
+	note := s.noteFor(g)
+	for i, e := range g.grantees {
+		value := entryValue(true, e.n)
+		if note != nil {
+			last := *note
+			last.listed = last.listed && i == len(g.grantees)-1
+			value = s.grantValue(e.n, &last)
+		}
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.key), "=", e.mod))
-		ops = append(ops, clientv3.OpPut(e.key, entryValue(true, e.n), clientv3.WithIgnoreLease()))
+		ops = append(ops, clientv3.OpPut(e.key, value, clientv3.WithIgnoreLease()))
 	}
 	if g.arrival {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keyDir), "<", g.viewRev+1).WithPrefix())
@@ -308,6 +317,36 @@ func (s *Semaphore) grant(ctx context.Context, g grantReq) (*clientv3.TxnRespons
 	rctx, cancel := s.rpcContext(ctx)
 	defer cancel()
 	return s.client.Txn(rctx).If(cmps...).Then(ops...).Else(g.orElse...).Commit()
+}
+
+// noteFor returns the note that grant g writes into its grantees' keys,
+// or nil where it writes none: a grant that also moves the config leaves
+// a note that no waiter could use. The list names the keys holding in
+// g's view, the grantees but the last, and a key g creates held: no other
+// key can hold once g commits (see admitted), and a key deleted since
+// the view costs the waiter that reads the note a failed compare.
+func (s *Semaphore) noteFor(g grantReq) *grantNote {
+	if len(g.grantees) == 0 || (g.arrival && g.newKey == "") {
+		return nil
+	}
+	note := &grantNote{cfgMod: g.cfg.mod, last: g.grantees[len(g.grantees)-1].create}
+	count := len(g.holders) + len(g.grantees) - 1
+	if g.arrival {
+		count++
+	}
+	if count > maxNoted {
+		return note
+	}
+	note.listed = true
+	note.holders = make([]*entry, 0, count)
+	note.holders = append(note.holders, g.holders...)
+	for _, e := range g.grantees[:len(g.grantees)-1] {
+		note.holders = append(note.holders, &entry{key: e.key, n: e.n})
+	}
+	if g.arrival {
+		note.holders = append(note.holders, &entry{key: g.newKey, n: g.newN})
+	}
+	return note
 }
 
 // lostKey returns the error for a key of the handle that etcd deleted: the
@@ -404,7 +443,7 @@ func (s *Semaphore) tryFrom(ctx context.Context, n int64, v *view) (_ token.Toke
 			return token.Token{}, false, nil
 		}
 		g := grantReq{
-			cfg: v.cfg, grantees: grantees[:len(grantees)-1],
+			cfg: v.cfg, grantees: grantees[:len(grantees)-1], holders: v.holders(),
 			arrival: true, viewRev: v.rev, newKey: key, newN: n, floor: s.floorMod.Load(),
 			orElse: []clientv3.Op{clientv3.OpGet(s.prefix, clientv3.WithPrefix())},
 		}

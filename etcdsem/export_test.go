@@ -171,6 +171,28 @@ func (t *EventWaiter) Put(name string, held bool, n int64) bool {
 	return t.feed(mvccpb.PUT, &mvccpb.KeyValue{Key: []byte(key), CreateRevision: create, Value: []byte(entryValue(held, n))})
 }
 
+// Grant feeds the grant of the waiting key name, n permits, by a batch
+// whose note names last as its last grantee and, unless holders is nil,
+// lists holders (by name, each with its mod revision in the view, 0 for a
+// key the grant wrote). underCfg says whether the note was written under
+// the config the view has.
+func (t *EventWaiter) Grant(name string, n int64, last string, holders []string, underCfg bool) bool {
+	key := t.w.s.keyDir + name
+	note := &grantNote{cfgMod: t.v.cfg.mod, last: t.v.entries[t.w.s.keyDir+last].create, listed: holders != nil}
+	if !underCfg {
+		note.cfgMod++
+	}
+	for _, h := range holders {
+		e := &entry{key: t.w.s.keyDir + h, n: 1}
+		if old := t.v.entries[e.key]; old != nil && old.held {
+			e.mod, e.n = old.mod, old.n
+		}
+		note.holders = append(note.holders, e)
+	}
+	value := t.w.s.grantValue(n, note)
+	return t.feed(mvccpb.PUT, &mvccpb.KeyValue{Key: []byte(key), CreateRevision: t.v.entries[key].create, Value: []byte(value)})
+}
+
 // Delete feeds the deletion of the acquirer's key name.
 func (t *EventWaiter) Delete(name string) bool {
 	return t.feed(mvccpb.DELETE, &mvccpb.KeyValue{Key: []byte(t.w.s.keyDir + name)})
@@ -180,6 +202,16 @@ func (t *EventWaiter) Delete(name string) bool {
 func (t *EventWaiter) SetLimit(limit int64) bool {
 	c := config{Limit: limit, Max: MaxPermits}
 	return t.feed(mvccpb.PUT, &mvccpb.KeyValue{Key: []byte(t.w.s.cfgKey), CreateRevision: 1, Value: []byte(c.encode())})
+}
+
+// Mods returns the mod revisions of the acquirers' keys the waiter's view
+// holds, by name.
+func (t *EventWaiter) Mods() map[string]int64 {
+	out := make(map[string]int64, len(t.v.entries))
+	for _, e := range t.v.entries {
+		out[strings.TrimPrefix(e.key, t.w.s.keyDir)] = e.mod
+	}
+	return out
 }
 
 // Keys returns the acquirers' keys the waiter's view holds, by name, as

@@ -377,7 +377,7 @@ func TestDeadHeadOfBatchDoesNotHoldBackTheWaitersBehind(t *testing.T) {
 	took := time.Since(start)
 	require.Less(t, took, time.Second)
 	t.Logf("granted %v after arriving", took.Round(time.Millisecond))
-	require.Equal(t, "held 1", keys(t, h.cli, prefix)[prefix+"k/ghost"])
+	require.Regexp(t, "^held 1( |$)", keys(t, h.cli, prefix)[prefix+"k/ghost"], "granted, with or without the grant's note")
 
 	closeSession(ghostCli, ghost) // the ghost's lease ends
 	tok.Release()

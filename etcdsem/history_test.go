@@ -279,7 +279,9 @@ func (m *model) applyConfig(ev *clientv3.Event) error {
 }
 
 func parseModelKey(kv *mvccpb.KeyValue) (modelKey, error) {
-	state, num, _ := strings.Cut(string(kv.Value), " ")
+	// A held key may carry its grant's note after the weight.
+	state, rest, _ := strings.Cut(string(kv.Value), " ")
+	num, _, _ := strings.Cut(rest, " ")
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || n < 1 || (state != "wait" && state != "held") {
 		return modelKey{}, fmt.Errorf("%s holds %q", kv.Key, kv.Value)

@@ -224,7 +224,7 @@ func (s *Semaphore) TryForget(ctx context.Context, n int64) (limit int64, ok boo
 			return v.cfg.Limit, false, nil
 		}
 		g := grantReq{
-			cfg: v.cfg, grantees: grantees[:len(grantees)-1],
+			cfg: v.cfg, grantees: grantees[:len(grantees)-1], holders: v.holders(),
 			arrival: true, viewRev: v.rev, newLimit: v.cfg.Limit - n,
 			orElse: []clientv3.Op{clientv3.OpGet(s.prefix, clientv3.WithPrefix())},
 		}

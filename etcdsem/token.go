@@ -161,7 +161,7 @@ func (h *holding) reconcile(kvs []*mvccpb.KeyValue) error {
 		h.markGone()
 		return nil
 	}
-	if string(kvs[0].Value) != entryValue(true, h.n) {
+	if e, _, err := parseEntry(h.key, kvs[0]); err != nil || !e.held || e.n != h.n {
 		return fmt.Errorf("%w: %q holds %q, written by someone other than its owner", ErrForeignKeys, h.key, kvs[0].Value)
 	}
 	h.mod = kvs[0].ModRevision

@@ -36,11 +36,93 @@ type entry struct {
 }
 
 // The values an acquirer's key holds: its state and its weight, e.g.
-// "wait 3" or "held 3".
+// "wait 3" or "held 3". A key that a batch grant turned to held also
+// carries the grant's note after its weight (see grantNote).
 const (
 	waitState = "wait"
 	heldState = "held"
 )
+
+// maxNoted is the most holders a grant's note lists. A grant that leaves
+// more writes no list, and the waiter behind it reads the semaphore.
+const maxNoted = 16
+
+// A grantNote is what a batch grant writes into its grantees' keys beside
+// their weight, so that the waiter that watches one of them as the waiter
+// ahead learns from the watch event alone what the grant did: whether it
+// granted that waiter too (it grants a run of waiters in arrival order, so
+// every waiter up to the last grantee that fits the limit), and, where it
+// did not, which keys held permits once it was made, which the waiter, now
+// first in line, must watch. The note is exact at the grant's revision up
+// to deletions: the keys that held in the view the grant was made from,
+// and the keys it granted, are the only keys that can hold then.
+//
+// Its stored form follows the weight: the config's mod revision, the last
+// grantee's create revision, and, in the last grantee's key only, "h" and
+// one "name,mod,n" for every other key holding (name relative to the key
+// directory; mod 0 for a key the grant itself wrote):
+// "held 1 7 12 h 0a-1f-3,9,1 0b-2e-1,0,1".
+type grantNote struct {
+	cfgMod  int64    // the config's mod revision, which the grant compared
+	last    int64    // the create revision of the batch's last grantee
+	listed  bool     // holders is the list (absent where it would be too long)
+	holders []*entry // the other keys holding at the grant (mod 0: the grant's own)
+}
+
+// grantValue returns the stored form of a key that a grant turns to
+// held, n permits, with note; holders are listed only if note.listed.
+func (s *Semaphore) grantValue(n int64, note *grantNote) string {
+	var b strings.Builder
+	b.WriteString(entryValue(true, n))
+	fmt.Fprintf(&b, " %d %d", note.cfgMod, note.last)
+	if note.listed {
+		b.WriteString(" h")
+		for _, e := range note.holders {
+			fmt.Fprintf(&b, " %s,%d,%d", strings.TrimPrefix(e.key, s.keyDir), e.mod, e.n)
+		}
+	}
+	return b.String()
+}
+
+// parseNote decodes the note that follows a held key's weight, or with
+// keyDir empty only checks its form. It returns false for a malformed
+// note; an empty text is a key without a note, and gives nil.
+func parseNote(text, keyDir string) (*grantNote, bool) {
+	if text == "" {
+		return nil, true
+	}
+	cfgMod, rest, _ := strings.Cut(text, " ")
+	last, rest, _ := strings.Cut(rest, " ")
+	note := &grantNote{}
+	var err1, err2 error
+	note.cfgMod, err1 = strconv.ParseInt(cfgMod, 10, 64)
+	note.last, err2 = strconv.ParseInt(last, 10, 64)
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	if rest != "" {
+		mark, list, _ := strings.Cut(rest, " ")
+		if mark != "h" {
+			return nil, false
+		}
+		note.listed = true
+		for list != "" {
+			var h string
+			h, list, _ = strings.Cut(list, " ")
+			name, rest, ok1 := strings.Cut(h, ",")
+			mod, num, ok2 := strings.Cut(rest, ",")
+			m, err1 := strconv.ParseInt(mod, 10, 64)
+			n, err2 := strconv.ParseInt(num, 10, 64)
+			if !ok1 || !ok2 || name == "" || err1 != nil || err2 != nil || m < 0 || n < 1 || n > MaxPermits {
+				return nil, false
+			}
+			if keyDir != "" {
+				note.holders = append(note.holders, &entry{key: keyDir + name, mod: m, n: n, held: true})
+			}
+		}
+	}
+	return note, true
+}
 
 func entryValue(held bool, n int64) string {
 	if held {
@@ -82,7 +164,7 @@ func (s *Semaphore) apply(v *view, kv *mvccpb.KeyValue, deleted bool) error {
 			delete(v.entries, key)
 			return nil
 		}
-		e, err := parseEntry(key, kv)
+		e, _, err := parseEntry(key, kv)
 		if err != nil {
 			return err
 		}
@@ -98,14 +180,19 @@ func (s *Semaphore) apply(v *view, kv *mvccpb.KeyValue, deleted bool) error {
 	return nil
 }
 
-// parseEntry decodes an acquirer's key.
-func parseEntry(key string, kv *mvccpb.KeyValue) (*entry, error) {
-	state, num, ok := strings.Cut(string(kv.Value), " ")
+// parseEntry decodes an acquirer's key; note is what follows the weight
+// of a held key that a batch grant wrote, and empty otherwise.
+func parseEntry(key string, kv *mvccpb.KeyValue) (e *entry, note string, _ error) {
+	state, rest, ok := strings.Cut(string(kv.Value), " ")
+	num, note, _ := strings.Cut(rest, " ")
 	n, err := strconv.ParseInt(num, 10, 64)
 	if !ok || err != nil || n < 1 || n > MaxPermits || (state != waitState && state != heldState) {
-		return nil, fmt.Errorf("%w: %q holds %q", ErrForeignKeys, key, kv.Value)
+		return nil, "", fmt.Errorf("%w: %q holds %q", ErrForeignKeys, key, kv.Value)
 	}
-	return &entry{key: key, create: kv.CreateRevision, mod: kv.ModRevision, n: n, held: state == heldState}, nil
+	if _, ok := parseNote(note, ""); !ok || (note != "" && state != heldState) {
+		return nil, "", fmt.Errorf("%w: %q holds %q", ErrForeignKeys, key, kv.Value)
+	}
+	return &entry{key: key, create: kv.CreateRevision, mod: kv.ModRevision, n: n, held: state == heldState}, note, nil
 }
 
 // applyEvents brings a watch response's events into v, skipping those v
@@ -145,6 +232,17 @@ func (v *view) held() int64 {
 		}
 	}
 	return sum
+}
+
+// holders returns the held entries.
+func (v *view) holders() []*entry {
+	var out []*entry
+	for _, e := range v.entries {
+		if e.held {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // waiters returns the number of waiting keys.

@@ -28,11 +28,14 @@ import (
 // permits while it waits. Every waiter also watches the config: a lower
 // limit passes waiters over, a higher one frees permits, and Close ends
 // the wait. So each change wakes only the waiters it can admit: a release
-// wakes the first in line, and its grant wakes the next, which then reads
-// the semaphore once to learn the holders it waits for. The key it
+// wakes the first in line, and its grant wakes the next. The grant leaves
+// a note in the keys it grants (see grantNote), from which the next
+// learns, without a read, whether the batch granted it too or, now first
+// in line, which keys can hold: it watches them and compares them once,
+// reading the semaphore only if one has changed (see handOff). The key it
 // watched as the one ahead is among them, and its watch goes on. Where
-// that grant took the whole limit, the rules leave its key the only
-// holder, and the waiter needs no read (see aheadTakesAll).
+// that grant took the whole limit, its key is the only holder and there
+// is nothing to compare (see aheadTakesAll for a grant without a note).
 //
 // Each watch starts at the present: etcd sends changes as they are made on
 // a watch that starts at a revision it has not yet reached, but serves one
@@ -139,7 +142,7 @@ func (w *waiter) wait(v *view) (*holding, error) {
 			// the batch may send the same grant; only the first commits,
 			// and the other finds itself held.
 			resp, err := s.grant(ctx, grantReq{
-				cfg: st.cfg, grantees: st.grantees,
+				cfg: st.cfg, grantees: st.grantees, holders: v.holders(),
 				orElse: []clientv3.Op{clientv3.OpGet(s.prefix, clientv3.WithPrefix())},
 			})
 			if err != nil {
@@ -294,6 +297,9 @@ func (w *waiter) absorb(v *view, events []*clientv3.Event) (bool, error) {
 	if v.assumed && touches(v, events, w.s.cfgKey) {
 		return false, nil // the view's holders rest on the config being unchanged
 	}
+	if w.handOff(v, events) {
+		return true, nil
+	}
 	if !w.aheadTakesAll(v, events) && !w.targetsHold(v) {
 		return false, nil
 	}
@@ -316,9 +322,26 @@ func (w *waiter) absorb(v *view, events []*clientv3.Event) (bool, error) {
 // commits only if it was (and then the view was right at the grant), and
 // a change to the config seen meanwhile makes the waiter read again.
 func (w *waiter) aheadTakesAll(v *view, events []*clientv3.Event) bool {
-	me := v.entries[w.key]
-	if me == nil || me.held || me.n > v.cfg.Limit || v.cfg.Closed {
+	me, ahead, e, _ := w.aheadGranted(v, events)
+	if e == nil || e.n != v.cfg.Limit {
 		return false
+	}
+	w.mu.Lock()
+	w.dropAhead(v, me, ahead)
+	v.assumed = true
+	w.mu.Unlock()
+	return true
+}
+
+// aheadGranted looks for what aheadTakesAll and handOff build on: events
+// that are, past v, one put that turns the waiter ahead in v to held. It
+// returns the waiter's entry, the one ahead as v has it, that key as the
+// put leaves it and the note the put carries; e is nil if events are not
+// such a put or the waiter is not waiting for one.
+func (w *waiter) aheadGranted(v *view, events []*clientv3.Event) (me, ahead, e *entry, note string) {
+	me = v.entries[w.key]
+	if me == nil || me.held || me.n > v.cfg.Limit || v.cfg.Closed {
+		return nil, nil, nil, ""
 	}
 	var first *clientv3.Event
 	for _, ev := range events {
@@ -329,29 +352,78 @@ func (w *waiter) aheadTakesAll(v *view, events []*clientv3.Event) bool {
 			first = ev
 		}
 		if string(ev.Kv.Key) != string(first.Kv.Key) {
-			return false
+			return nil, nil, nil, ""
 		}
 	}
 	if first == nil || first.Type != clientv3.EventTypePut {
-		return false
+		return nil, nil, nil, ""
 	}
 	key := string(first.Kv.Key)
-	ahead := v.entries[key]
+	ahead = v.entries[key]
 	if ahead == nil || ahead.held || ahead.create != first.Kv.CreateRevision || ahead.create >= me.create {
-		return false
+		return nil, nil, nil, ""
 	}
-	e, err := parseEntry(key, first.Kv)
-	if err != nil || !e.held || e.n != v.cfg.Limit {
-		return false
+	e, note, err := parseEntry(key, first.Kv)
+	if err != nil || !e.held {
+		return nil, nil, nil, ""
 	}
-	w.mu.Lock()
+	return me, ahead, e, note
+}
+
+// dropAhead removes from v every key but the waiter's own and the one
+// ahead that held, or waited ahead of the waiter and fit the limit: once
+// the waiter ahead is granted, those are granted or gone, and v no longer
+// knows which. It requires that w.mu is held.
+func (w *waiter) dropAhead(v *view, me, ahead *entry) {
 	for k, o := range v.entries {
 		if o != me && o != ahead && (o.held || (o.create < me.create && o.n <= v.cfg.Limit)) {
 			delete(v.entries, k)
 		}
 	}
-	v.assumed = true
-	w.mu.Unlock()
+}
+
+// handOff brings into v the grant of the waiter ahead from the note the
+// grant wrote (see grantNote), and reports whether it did. The note was
+// written under the config v has, or handOff does nothing. Where the
+// batch reached the waiter (its last grantee arrived no earlier), the
+// waiter is granted too, at the grant's revision: grants go in arrival
+// order and the waiter fits the limit, so a batch that granted a waiter
+// no earlier than it granted it. Otherwise
+// the waiter is now first in line, and the note lists the keys that can
+// hold: v becomes those keys and the waiter's own, instead of a read of
+// the semaphore. A listed key may have been deleted since the grant's
+// view, unseen: v keeps its revision, so the watches the waiter opens on
+// the listed keys, all later than the grant, start later than v, and the
+// waiter compares the listed keys once before it waits on them (see
+// follow). The key ahead needs no compare: its watch is older than its
+// grant.
+func (w *waiter) handOff(v *view, events []*clientv3.Event) bool {
+	me, ahead, e, text := w.aheadGranted(v, events)
+	if e == nil {
+		return false
+	}
+	note, ok := parseNote(text, w.s.keyDir)
+	if !ok || note == nil || note.cfgMod != v.cfg.mod {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if me.create <= note.last {
+		v.entries[w.key] = &entry{key: w.key, create: me.create, mod: e.mod, n: me.n, held: true}
+		return true
+	}
+	if !note.listed {
+		return false
+	}
+	w.dropAhead(v, me, ahead)
+	v.entries[ahead.key] = e
+	for _, h := range note.holders {
+		if h.mod == 0 {
+			h.mod = e.mod
+		}
+		v.entries[h.key] = h
+	}
+	v.assumed = false
 	return true
 }
 
