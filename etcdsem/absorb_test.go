@@ -106,7 +106,7 @@ func TestGrantNoteListingAGoneHolderIsComparedNotTrusted(t *testing.T) {
 		got <- err
 	}()
 	require.Eventually(t, func() bool {
-		n, err := etcdsem.Parked(ctx, w.Semaphore)
+		n, err := w.Semaphore.Parked(ctx)
 		return err == nil && n == 1
 	}, 10*time.Second, time.Millisecond)
 

@@ -8,50 +8,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Parked returns the number of Acquire calls waiting on s that have seen
-// every change to what they watch and wait for the next: each has its
-// context live and no timer of its own running, and the keys it watches
-// (the config, and the waiter ahead of it or the holders) are as its view
-// has them, at exactly the revisions that a fresh read finds. Such a call has found itself not admitted, and nothing that
-// could admit it has changed since. It is the Settler that semtest needs
-// to settle a semaphore it cannot run in a bubble.
-func Parked(ctx context.Context, s *Semaphore) (int, error) {
-	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithPrefix())
-	if err != nil {
-		return 0, err
-	}
-	now := make(map[string]int64, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		if !strings.HasPrefix(string(kv.Key), s.prefix+floorDir) {
-			now[string(kv.Key)] = kv.ModRevision
-		}
-	}
-	s.mu.Lock()
-	waiters := make([]*waiter, 0, len(s.parked))
-	for w := range s.parked {
-		waiters = append(waiters, w)
-	}
-	s.mu.Unlock()
-	count := 0
-	for _, w := range waiters {
-		w.mu.Lock()
-		v := w.view
-		ok := w.idle && w.ctx.Err() == nil && v != nil && now[s.cfgKey] == v.cfg.mod
-		for _, key := range w.watched[min(1, len(w.watched)):] { // the config's first
-			var mod int64
-			if e := v.entries[key]; e != nil {
-				mod = e.mod
-			}
-			ok = ok && now[key] == mod
-		}
-		w.mu.Unlock()
-		if ok {
-			count++
-		}
-	}
-	return count, nil
-}
-
 // WalkKey is one acquirer's key for Admitted: its weight and whether it
 // holds permits.
 type WalkKey struct {

@@ -7,6 +7,8 @@ import (
 	"math"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/atomicsem/atomicsem/semcontract"
 )
 
 // Moving the limit. TryRelease, Refill, SetLimit and Close change only the
@@ -85,11 +87,8 @@ func (s *Semaphore) Refill(ctx context.Context, n int64) (added int64, err error
 // in each case nothing changes.
 func (s *Semaphore) SetLimit(ctx context.Context, limit int64) error {
 	s.check("SetLimit", ctx)
-	switch {
-	case limit < 0:
-		return fmt.Errorf("%w: SetLimit(%d)", ErrInvalidPermits, limit)
-	case limit > s.max:
-		return fmt.Errorf("%w: SetLimit(%d) with max %d", ErrExceedsMax, limit, s.max)
+	if err := semcontract.CheckLimit(limit, s.max, ErrInvalidPermits, ErrExceedsMax); err != nil {
+		return err
 	}
 	return s.changeConfig(ctx, func(c config) (config, bool) {
 		if c.Closed {

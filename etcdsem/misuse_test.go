@@ -43,6 +43,7 @@ func TestNilArgumentsPanicNamingThem(t *testing.T) {
 		{"TryForget", func(s *etcdsem.Semaphore, ctx context.Context) { s.TryForget(ctx, 1) }},
 		{"Stats", func(s *etcdsem.Semaphore, ctx context.Context) { s.Stats(ctx) }},
 		{"WaitIdle", func(s *etcdsem.Semaphore, ctx context.Context) { s.WaitIdle(ctx) }},
+		{"Parked", func(s *etcdsem.Semaphore, ctx context.Context) { s.Parked(ctx) }},
 	}
 	for _, m := range methods {
 		tests = append(tests,

@@ -285,9 +285,8 @@ func New(ctx context.Context, session *concurrency.Session, prefix string, initi
 			panic("etcdsem: New: nil Option")
 		}
 	}
-	if initial < 0 || max > MaxPermits || initial > max {
-		return nil, fmt.Errorf("%w: New(%d, %d) needs 0 ≤ initial ≤ max ≤ %d",
-			ErrInvalidPermits, initial, max, MaxPermits)
+	if err := semcontract.CheckNew(initial, max, ErrInvalidPermits); err != nil {
+		return nil, err
 	}
 	if prefix == "" {
 		return nil, ErrInvalidPrefix

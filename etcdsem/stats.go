@@ -2,6 +2,11 @@ package etcdsem
 
 import (
 	"context"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/atomicsem/atomicsem/semcontract"
 )
 
 // Stats is a snapshot of a semaphore's state at one etcd revision.
@@ -13,6 +18,17 @@ type Stats struct {
 	Waiters   int   // acquirers waiting, on every handle
 	Closed    bool
 	Revision  int64 // the etcd revision the snapshot was read at
+}
+
+// Contract returns the snapshot without its revision, as the Stats that
+// every implementation of the semaphore contract shares (atomicsem.Stats
+// is the same type), for code written against the contract: package
+// semtest's Remote adapter, say.
+func (st Stats) Contract() semcontract.Stats {
+	return semcontract.Stats{
+		Available: st.Available, Held: st.Held, Limit: st.Limit, Max: st.Max,
+		Waiters: st.Waiters, Closed: st.Closed,
+	}
 }
 
 // Stats returns a snapshot of the semaphore read in one round trip, at one
@@ -108,4 +124,56 @@ func (s *Semaphore) watchUntilIdle(ctx context.Context, v *view) (*view, error) 
 		}
 	}
 	return v, nil
+}
+
+// Parked returns the number of Acquire calls waiting on this handle that
+// have seen every change to what they watch and wait for the next: each
+// has its context live and no timer of its own running, and the keys it
+// watches (the config, and the waiter ahead of it or the holders) are as
+// its view has them, at exactly the revisions that a fresh read finds. Such
+// a call has found itself not admitted, and nothing that could admit it has
+// changed since. It reads the prefix once.
+//
+// It is for test harnesses that must know when a semaphore they cannot run
+// in a testing/synctest bubble is quiescent (semtest.ParkCounter, which
+// semtest.Remote provides from this method). On failure it returns 0 and
+// the errors of a round trip.
+func (s *Semaphore) Parked(ctx context.Context) (int, error) {
+	s.check("Parked", ctx)
+	rctx, cancel := s.rpcContext(ctx)
+	defer cancel()
+	resp, err := s.client.Get(rctx, s.prefix, clientv3.WithPrefix())
+	if err != nil {
+		return 0, s.rpcError(ctx, err)
+	}
+	now := make(map[string]int64, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if !strings.HasPrefix(string(kv.Key), s.prefix+floorDir) {
+			now[string(kv.Key)] = kv.ModRevision
+		}
+	}
+	s.mu.Lock()
+	waiters := make([]*waiter, 0, len(s.parked))
+	for w := range s.parked {
+		waiters = append(waiters, w)
+	}
+	s.mu.Unlock()
+	count := 0
+	for _, w := range waiters {
+		w.mu.Lock()
+		v := w.view
+		ok := w.idle && w.ctx.Err() == nil && v != nil && now[s.cfgKey] == v.cfg.mod
+		for _, key := range w.watched[min(1, len(w.watched)):] { // the config's first
+			var mod int64
+			if e := v.entries[key]; e != nil {
+				mod = e.mod
+			}
+			ok = ok && now[key] == mod
+		}
+		w.mu.Unlock()
+		if ok {
+			count++
+		}
+	}
+	return count, nil
 }

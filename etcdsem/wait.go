@@ -60,7 +60,7 @@ type waiter struct {
 	cases   []reflect.SelectCase // the watches' channels, for follow; rebuilt when they change
 
 	// The fields below are written by the waiter's own goroutine under mu,
-	// so that Parked (export_test.go) can tell a waiter that has seen
+	// so that Parked can tell a waiter that has seen
 	// every change it watches for and waits for the next.
 	mu      sync.Mutex
 	view    *view    // the view last assessed
