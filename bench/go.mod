@@ -7,7 +7,11 @@ replace github.com/atomicsem/atomicsem => ../
 require (
 	github.com/atomicsem/atomicsem v0.1.0
 	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/go-chi/httprate v0.16.1
+	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/juju/ratelimit v1.0.2
+	github.com/platinummonkey/go-concurrency-limits v1.0.0
+	github.com/sethvargo/go-limiter v0.7.1
 	github.com/sourcegraph/conc v0.3.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
@@ -20,13 +24,8 @@ require (
 require (
 	github.com/benbjohnson/clock v1.3.0 // indirect
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
-	github.com/go-chi/httprate v0.16.1 // indirect
-	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/influxdata/tdigest v0.0.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
-	github.com/kr/text v0.2.0 // indirect
-	github.com/platinummonkey/go-concurrency-limits v1.0.0 // indirect
-	github.com/sethvargo/go-limiter v0.7.1 // indirect
 	github.com/zeebo/xxh3 v1.0.2 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.9.0 // indirect
