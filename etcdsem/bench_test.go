@@ -151,7 +151,7 @@ func BenchmarkFleet(b *testing.B) {
 	srv := startServer(b)
 	var serial atomic.Int64
 	for _, limit := range []int{1, 4} {
-		for _, clients := range []int{1, 4, 16, 64} {
+		for _, clients := range []int{1, 4, 16, 32, 64} {
 			for _, impl := range fleetImpls {
 				name := fmt.Sprintf("impl=%s/limit=%d/clients=%d", impl.name, limit, clients)
 				var lockers []locker // opened once, reused by every run of the sub-benchmark
