@@ -2,7 +2,6 @@ package adaptivebench_test
 
 import (
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,15 +67,15 @@ func measureCPU(b *testing.B) (stop func()) {
 }
 
 // floorAdmitter does what package adaptive must do for every request, and
-// nothing else: take and return a slot of an atomicsem.Semaphore, count
-// the request in flight, read the monotonic clock at the admission and at
-// the end, and take a lock to hand the sample over. No controller runs.
+// nothing else: take and return a slot of an atomicsem.Semaphore, read the
+// requests in flight from it, read the monotonic clock at the admission and
+// at the end, and take a lock to hand the sample over. No controller runs.
 type floorAdmitter struct {
-	sem      *atomicsem.Semaphore
-	epoch    time.Time
-	inFlight atomic.Int64
-	mu       sync.Mutex
-	sum      time.Duration // guarded by mu
+	sem   *atomicsem.Semaphore
+	epoch time.Time
+	mu    sync.Mutex
+	sum   time.Duration // guarded by mu
+	most  int64         // the largest in flight; guarded by mu
 }
 
 func newFloor(_, max, initial int) admitter {
@@ -88,13 +87,13 @@ func (f *floorAdmitter) admitRecord() bool {
 	if !ok {
 		return false
 	}
-	f.inFlight.Add(1)
+	inFlight := f.sem.Held()
 	start := time.Since(f.epoch)
 	rtt := time.Since(f.epoch) - start
-	f.inFlight.Add(-1)
 	tok.Release()
 	f.mu.Lock()
 	f.sum += rtt
+	f.most = max(f.most, inFlight)
 	f.mu.Unlock()
 	return true
 }
