@@ -77,13 +77,13 @@ func TestHeldCountsThePermitsTokensHold(t *testing.T) {
 	require.NoError(t, s.SetLimit(1))
 	heldIs(3)
 	require.NoError(t, s.SetLimit(3))
-	got := make(chan token.Token)
+	got := make(chan *token.Token)
 	go func() {
 		tok, err := s.Acquire(context.Background(), 1)
 		if err != nil {
 			panic(err)
 		}
-		got <- tok
+		got <- &tok
 	}()
 	for s.Stats().Waiters == 0 {
 		runtime.Gosched()
