@@ -195,6 +195,10 @@ func TestInliningFactsTheCommentsRelyOn(t *testing.T) {
 	require.True(t, hasLine(lib, "atomicsem/release.go", "inlining call to (*Semaphore).releaseFast"),
 		"the token owners no longer inline releaseFast")
 
+	adaptive := build("./adaptive")
+	require.True(t, hasLine(adaptive, "adaptive/limiter.go", "inlining call to atomicsem.(*Semaphore).Held"),
+		"package adaptive's admission no longer inlines Held")
+
 	caller := build("./atomicsem/testdata/caller")
 	require.Contains(t, caller, "inlining call to token.(*Token).Release",
 		"a caller that imports atomicsem alone no longer inlines Release")
