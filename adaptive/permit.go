@@ -31,7 +31,7 @@ import (
 type Permit struct {
 	l          *Limiter
 	tok        token.Token
-	inFlight   int64
+	inFlight   int64         // l.sem's held permits at admission, this one included
 	turnedAway uint64        // l.turnedAway at admission
 	start      time.Duration // since l.epoch
 }
@@ -52,7 +52,6 @@ func (p *Permit) Dropped() { p.end(true) }
 // its slot.
 func (p *Permit) Ignored() {
 	l := p.take()
-	l.inFlight.Add(-1)
 	p.tok.Release()
 	l.ignore()
 }
@@ -78,7 +77,6 @@ func (p *Permit) end(dropped bool) {
 	l := p.take()
 	s := Sample{Start: l.epoch.Add(p.start), RTT: time.Since(l.epoch) - p.start, InFlight: p.inFlight,
 		Limited: l.turnedAway.Load() != p.turnedAway, Dropped: dropped}
-	l.inFlight.Add(-1)
 	p.tok.Release()
 	l.record(s)
 }

@@ -182,6 +182,7 @@ func TestInliningFactsTheCommentsRelyOn(t *testing.T) {
 		{"(*Semaphore).forgetFast", 0},
 		{"(*Token).Release", 1},
 		{"(*Token).Forget", 1},
+		{"(*Semaphore).Held", 47},
 	} {
 		cost, ok := inlineCost(lib, fn.name)
 		require.True(t, ok, "%s is no longer inlinable (it had %d to spare)", fn.name, fn.margin)
@@ -193,6 +194,10 @@ func TestInliningFactsTheCommentsRelyOn(t *testing.T) {
 		"Acquire and TryAcquire no longer inline acquireFast")
 	require.True(t, hasLine(lib, "atomicsem/release.go", "inlining call to (*Semaphore).releaseFast"),
 		"the token owners no longer inline releaseFast")
+
+	adaptive := build("./adaptive")
+	require.True(t, hasLine(adaptive, "adaptive/limiter.go", "inlining call to atomicsem.(*Semaphore).Held"),
+		"package adaptive's admission no longer inlines Held")
 
 	caller := build("./atomicsem/testdata/caller")
 	require.Contains(t, caller, "inlining call to token.(*Token).Release",

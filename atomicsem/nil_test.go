@@ -35,6 +35,7 @@ func TestNilArgumentsPanicWithThePackagePrefix(t *testing.T) {
 		{"nil.TryForget", func() { _, _ = nilSem.TryForget(1) }, "TryForget called on a nil *Semaphore"},
 		{"nil.Close", func() { nilSem.Close() }, "Close called on a nil *Semaphore"},
 		{"nil.Stats", func() { _ = nilSem.Stats() }, "Stats called on a nil *Semaphore"},
+		{"nil.Held", func() { _ = nilSem.Held() }, "Held called on a nil *Semaphore"},
 		{"nil.WaitIdle", func() { _ = nilSem.WaitIdle(context.Background()) }, "WaitIdle called on a nil *Semaphore"},
 		{"WaitIdle(nil ctx)", func() { _ = live.WaitIdle(nilCtx) }, "WaitIdle called with a nil Context"},
 	}

@@ -305,6 +305,27 @@ func (s *Semaphore) Stats() Stats {
 	return st
 }
 
+// Held returns the permits held by tokens at one moment: one load of the
+// state word, without the queue lock, so that a caller may read it on a
+// hot path. A permit handed from a releasing token to a parked waiter
+// counts as held throughout. The count may change as soon as it is read;
+// after lowering the limit it may exceed Stats().Limit. It is a run-time
+// error to call Held on a nil *Semaphore or on one not made by New; the
+// panic's message begins "atomicsem: ".
+//
+// # Memory ordering
+//
+// Held is an atomic load: it observes every acquire and release whose
+// change of the word synchronizes before it, and synchronizes with nothing
+// itself.
+func (s *Semaphore) Held() int64 {
+	if s == nil {
+		panic(nilSemaphore("Held"))
+	}
+	s.made()
+	return s.load().Held()
+}
+
 // statsOf decodes w into a Stats with the given number of waiters.
 func (s *Semaphore) statsOf(w state.Word, waiters int64) Stats {
 	return Stats{

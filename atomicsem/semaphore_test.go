@@ -1,19 +1,21 @@
 package atomicsem_test
 
 // What the conformance suite (semtest, run by conformance_test.go) cannot
-// say of every implementation: MustNew, the zero Semaphore, and the limit
-// moves that take no lock. The black-box contract itself (New's arguments,
+// say of every implementation: MustNew, the zero Semaphore, Held, and the
+// limit moves that take no lock. The black-box contract itself (New's arguments,
 // the limits, Close, the order of grants, cancellation, WaitIdle, and what
 // holds across every call) is semtest's.
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/token"
 )
 
 // MustNew is New for package-level semaphores: it panics, prefixed, on
@@ -44,6 +46,7 @@ func TestZeroSemaphorePanicsOnFirstUse(t *testing.T) {
 		"SetLimit":   func(s *atomicsem.Semaphore) { _ = s.SetLimit(0) },
 		"Close":      func(s *atomicsem.Semaphore) { s.Close() },
 		"Stats":      func(s *atomicsem.Semaphore) { s.Stats() },
+		"Held":       func(s *atomicsem.Semaphore) { s.Held() },
 		"WaitIdle":   func(s *atomicsem.Semaphore) { _ = s.WaitIdle(context.Background()) },
 	}
 	for name, call := range calls {
@@ -52,6 +55,48 @@ func TestZeroSemaphorePanicsOnFirstUse(t *testing.T) {
 			require.PanicsWithValue(t, msg, func() { call(&s) })
 		})
 	}
+}
+
+// Held reads the permits out from the word alone: it agrees with Stats
+// through acquires, a lowered limit, a hand-off to a parked waiter and
+// releases, and it does not wait for the queue lock.
+func TestHeldCountsThePermitsTokensHold(t *testing.T) {
+	s := mustNew(t, 3, 3)
+	heldIs := func(want int64) {
+		t.Helper()
+		require.Equal(t, want, s.Held())
+		require.Equal(t, want, s.Stats().Held)
+	}
+	heldIs(0)
+	a, ok := s.TryAcquire(2)
+	require.True(t, ok)
+	heldIs(2)
+	b, ok := s.TryAcquire(1)
+	require.True(t, ok)
+	heldIs(3)
+	require.NoError(t, s.SetLimit(1))
+	heldIs(3)
+	require.NoError(t, s.SetLimit(3))
+	got := make(chan *token.Token)
+	go func() {
+		tok, err := s.Acquire(context.Background(), 1)
+		if err != nil {
+			panic(err)
+		}
+		got <- &tok
+	}()
+	for s.Stats().Waiters == 0 {
+		runtime.Gosched()
+	}
+	b.Release() // handed to the waiter: still held
+	c := <-got
+	heldIs(3)
+	unlock := atomicsem.LockQueue(s)
+	require.Equal(t, int64(3), s.Held())
+	unlock()
+	a.Release()
+	c.Release()
+	heldIs(0)
 }
 
 // Refill, like TryRelease, is one CAS on the word while no waiter is
