@@ -24,6 +24,23 @@ func TestGrantAheadThatTakesTheLimitLeavesItTheOnlyHolder(t *testing.T) {
 	require.Equal(t, map[string]string{"me": "wait 1"}, w.Keys())
 }
 
+// A watch that catches up (after a reconnect) delivers the grant ahead
+// and the release that followed it in one response. Taken as a grant
+// alone, the released key would stay a holder in the waiter's view, and
+// the waiter would wait for ever on a key that is gone.
+func TestGrantAndReleaseInOneResponseNeedsARead(t *testing.T) {
+	w := etcdsem.NewEventWaiter(1, queue, "me", []string{"a"})
+	require.False(t, w.Batch(func() {
+		w.Put("a", true, 1)
+		w.Delete("a")
+	}), "after the grant, the view holds a key that is gone")
+	w = etcdsem.NewEventWaiter(3, queue, "me", []string{"a"})
+	require.False(t, w.Batch(func() {
+		w.Grant("a", 1, "a", []string{"h", "b"}, true)
+		w.Delete("a")
+	}), "the note lists the holders as of the grant, not after")
+}
+
 func TestGrantAheadBelowTheLimitNeedsARead(t *testing.T) {
 	w := etcdsem.NewEventWaiter(2, queue, "me", []string{"a"})
 	require.False(t, w.Put("a", true, 1), "b may still hold beside a")

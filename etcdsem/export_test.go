@@ -84,6 +84,9 @@ type EventWaiter struct {
 	w   *waiter
 	v   *view
 	rev int64
+
+	batch   []*clientv3.Event // the events fed inside Batch, not yet absorbed
+	inBatch bool
 }
 
 // NewEventWaiter returns a waiter named me on a semaphore with the given
@@ -109,11 +112,32 @@ func NewEventWaiter(limit int64, keys []WalkKey, me string, watched []string) *E
 func (t *EventWaiter) feed(typ mvccpb.Event_EventType, kv *mvccpb.KeyValue) bool {
 	t.rev++
 	kv.ModRevision = t.rev
-	ok, err := t.w.absorb(t.v, []*clientv3.Event{{Type: typ, Kv: kv}})
+	if t.inBatch {
+		t.batch = append(t.batch, &clientv3.Event{Type: typ, Kv: kv})
+		return true
+	}
+	return t.absorb([]*clientv3.Event{{Type: typ, Kv: kv}})
+}
+
+func (t *EventWaiter) absorb(events []*clientv3.Event) bool {
+	ok, err := t.w.absorb(t.v, events)
 	if err != nil {
 		panic(err)
 	}
 	return ok
+}
+
+// Batch feeds the events that feed makes (through Put, Grant, Delete and
+// SetLimit, whose results it ignores) as one watch response, as a watch
+// that catches up delivers them, and reports whether the waiter brought
+// them into its view.
+func (t *EventWaiter) Batch(feed func()) bool {
+	t.inBatch = true
+	feed()
+	t.inBatch = false
+	events := t.batch
+	t.batch = nil
+	return t.absorb(events)
 }
 
 // Put feeds a put of the acquirer's key name, created at the revision it

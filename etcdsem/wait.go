@@ -343,17 +343,19 @@ func (w *waiter) aheadGranted(v *view, events []*clientv3.Event) (me, ahead, e *
 	if me == nil || me.held || me.n > v.cfg.Limit || v.cfg.Closed {
 		return nil, nil, nil, ""
 	}
+	// A watch that catches up (after a reconnect, or one that started in
+	// the past) delivers several changes in one response: the grant and
+	// the release that followed it, say. Only a response whose one change
+	// past v is the grant says what the semaphore is as of that grant.
 	var first *clientv3.Event
 	for _, ev := range events {
 		if ev.Kv.ModRevision <= v.rev {
 			continue
 		}
-		if first == nil {
-			first = ev
-		}
-		if string(ev.Kv.Key) != string(first.Kv.Key) {
+		if first != nil {
 			return nil, nil, nil, ""
 		}
+		first = ev
 	}
 	if first == nil || first.Type != clientv3.EventTypePut {
 		return nil, nil, nil, ""
