@@ -18,8 +18,10 @@
 # kept current as the code changes.
 #
 # Usage: scripts/mutants.sh [name...]   default: every scripts/mutants/*.patch
-# Environment: MUTANT_PKGS (the packages), MUTANT_TIMEOUT (go test -timeout,
-# default 120s), MUTANT_FLAGS (extra go test flags), MUTANT_JOBS (patches
+# Environment: MUTANT_PKGS (the packages), MUTANT_TIMEOUT (go test -timeout
+# for a mutant's run, default 120s; a tier whose clean run takes more than a
+# third of it gets three times its clean run's time, so that a slower
+# machine does not pass a slow tier off as a hung mutant), MUTANT_FLAGS (extra go test flags), MUTANT_JOBS (patches
 # tried at once, each in a copy of its own; default 2, since most of a run
 # is spent waiting on timers, servers and the linker).
 # Exits non-zero if the clean tree fails, a mutant survives, or a run errs.
@@ -53,10 +55,11 @@ for ((w = 0; w < jobs; w++)); do
 done
 tree=$work/tree.0
 
-# tier TAGS LOG [PKGS]: runs the tier (on PKGS, or the default packages) in
-# the copy; prints "pass", "fail" or "error" and the seconds it took.
+# tier TAGS LOG [PKGS [TIMEOUT]]: runs the tier (on PKGS, or the default
+# packages) in the copy, with go test's -timeout TIMEOUT (default
+# $timeout); prints "pass", "fail" or "error" and the seconds it took.
 tier() {
-	local tags=$1 log=$2 run=${3:-$pkgs} start end rc secs dir=$tree mod
+	local tags=$1 log=$2 run=${3:-$pkgs} tmo=${4:-$timeout} start end rc secs dir=$tree mod
 	# Packages of a nested module (a directory with a go.mod of its own,
 	# such as ./etcdsem/...) are tested from inside it.
 	mod=${run#./}
@@ -67,7 +70,7 @@ tier() {
 	fi
 	start=$(date +%s.%N)
 	# shellcheck disable=SC2086
-	(cd "$dir" && go test -count=1 -failfast -run '^(Test|Fuzz)' -timeout "$timeout" $extra -tags "$tags" $run) >"$log" 2>&1
+	(cd "$dir" && go test -count=1 -failfast -run '^(Test|Fuzz)' -timeout "$tmo" $extra -tags "$tags" $run) >"$log" 2>&1
 	rc=$?
 	end=$(date +%s.%N)
 	secs=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}')
@@ -112,16 +115,27 @@ for name in "${names[@]}"; do
 done
 
 echo "mutants: go test -count=1 -failfast -run '^(Test|Fuzz)' -timeout $timeout $extra $pkgs (or the packages a patch names)"
+# tiertimeout[TIER] is the -timeout of a mutant's run of TIER: $timeout, or
+# three times the clean run's seconds where that is more. The clean runs
+# themselves get ten minutes, go test's default.
+declare -A tiertimeout
+floor=${timeout%s}
 for tags in "" "atomicsem_hooks"; do
 	for t in "${cleantiers[@]}"; do
 		# The hooks live in atomicsem, which no nested module imports.
 		[[ -n $tags && $t != "${cleantiers[0]}" ]] && continue
-		read -r verdict secs < <(tier "$tags" "$work/clean.log" "$t")
+		read -r verdict secs < <(tier "$tags" "$work/clean.log" "$t" 10m)
 		printf '%-9s %-26s tags=%-16s %6ss  %s\n' "$([[ $verdict == pass ]] && echo CLEAN || echo BROKEN)" "(none)" "${tags:-(none)}" "$secs" "$t"
 		if [[ $verdict != pass ]]; then
 			grep -E -- '--- FAIL|^FAIL|panic:|build failed' "$work/clean.log" | head -10 | sed 's/^/          /'
+			grep -A3 'running tests:' "$work/clean.log" | sed 's/^/          /'
 			echo "mutants: the clean tree fails the tier; mutation results would mean nothing"
 			exit 1
+		fi
+		t3=$(awk -v s="$secs" 'BEGIN {print int(3 * s + 1)}')
+		if [[ $floor =~ ^[0-9]+$ ]] && ((t3 > floor)); then
+			[[ ${tiertimeout[$t]:-0} == 0 || ${tiertimeout[$t]%s} -lt $t3 ]] && tiertimeout[$t]=${t3}s
+			echo "          a mutant's run of this tier gets -timeout ${t3}s"
 		fi
 	done
 done
@@ -137,11 +151,15 @@ mutant() {
 	fi
 	(cd "$tree" && git apply "$patch")
 	own=$(sed -n '1,3s/^Packages: //p' "$patch" | head -1)
+	# A patch's packages in the main module run in the default tier's clean
+	# run; a nested module's, in their own.
+	tiername=${cleantiers[0]}
+	[[ -n $own && -n ${tiertimeout[$own]:-} ]] && tiername=$own
 	detail=() dead=0 bad=0 total=0
 	for tags in "" "atomicsem_hooks"; do
 		((dead)) && break
 		log=$work/$name.${tags:-plain}.log
-		read -r verdict secs < <(tier "$tags" "$log" "$own")
+		read -r verdict secs < <(tier "$tags" "$log" "$own" "${tiertimeout[$tiername]:-$timeout}")
 		total=$(awk -v a="$total" -v b="$secs" 'BEGIN {printf "%.1f", a + b}')
 		label=plain
 		[[ -n $tags ]] && label=hooks
