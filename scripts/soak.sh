@@ -8,7 +8,8 @@
 #            inside it), e.g. etcdsem
 #   RUNS     how many runs (default 20)
 #   PATTERN  go test -run's pattern (default: every test)
-# Environment: SOAK_TIMEOUT (each run's go test -timeout, default 120s).
+# Environment: SOAK_TIMEOUT (each run's go test -timeout, default 120s),
+# SOAK_FLAGS (go test's build flags, e.g. -race).
 set -uo pipefail
 
 dir=${1:?usage: scripts/soak.sh DIR [RUNS [PATTERN]]}
@@ -17,7 +18,8 @@ pattern=${3:-.}
 cd "$(dirname "$0")/../$dir"
 bin=$(mktemp)
 trap 'rm -f "$bin" "$bin.log"; kill $(jobs -p) 2>/dev/null' EXIT
-go test -c -o "$bin" . || exit 1
+# shellcheck disable=SC2086
+go test -c ${SOAK_FLAGS:-} -o "$bin" . || exit 1
 
 for ((c = 0; c < $(nproc); c++)); do
 	(while :; do :; done) &
