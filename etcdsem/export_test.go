@@ -57,6 +57,9 @@ func CleanUp(ctx context.Context, s *Semaphore, key string) {
 	s.cleanUp(ctx, key, nil)
 }
 
+// GRPCCode is grpcCode, for tests.
+var GRPCCode = grpcCode
+
 // NewKey returns a key name for the handle's next acquirer.
 func NewKey(s *Semaphore) string { return s.newKey() }
 

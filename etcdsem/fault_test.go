@@ -2,15 +2,20 @@ package etcdsem_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/etcdsem"
@@ -481,4 +486,25 @@ func TestTryAcquireDoesNotOvertakeAWaiterThatArrivesAfterItsRead(t *testing.T) {
 	waiter.wait(t)
 	require.NoError(t, waiter.err)
 	waiter.tok.Release()
+}
+
+// The etcd client hands a server's refusal to serve (its own request
+// timeout, no leader) to the caller as an rpctypes.EtcdError, which keeps
+// the gRPC code but not the status: those are ErrUnavailable, like a
+// round trip that does not come back in time, and not an error of the
+// semaphore's own.
+func TestServerRefusalsToServeAreUnavailable(t *testing.T) {
+	for _, err := range []error{
+		rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail, rpctypes.ErrTimeoutDueToConnectionLost,
+		rpctypes.ErrNoLeader, rpctypes.ErrLeaderChanged,
+		rpctypes.ErrGRPCTimeout, status.Error(codes.DeadlineExceeded, "deadline"),
+		fmt.Errorf("wrapped: %w", rpctypes.ErrTimeout),
+	} {
+		code := etcdsem.GRPCCode(err)
+		require.True(t, code == codes.Unavailable || code == codes.DeadlineExceeded, "%v: %v", err, code)
+	}
+	for _, err := range []error{rpctypes.ErrCompacted, rpctypes.ErrPermissionDenied, errors.New("other")} {
+		code := etcdsem.GRPCCode(err)
+		require.False(t, code == codes.Unavailable || code == codes.DeadlineExceeded, "%v: %v", err, code)
+	}
 }

@@ -65,6 +65,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"google.golang.org/grpc/codes"
@@ -116,8 +117,9 @@ var (
 	// the lease ends.
 	ErrSessionLost = errors.New("etcdsem: session lost; its tokens are void")
 	// ErrUnavailable is returned (wrapped, with the cause) when etcd did
-	// not answer a round trip within the Semaphore's timeout while the
-	// caller's context was still live.
+	// not answer a round trip within the Semaphore's timeout, or answered
+	// that it could not serve it (its own request timeout, no leader),
+	// while the caller's context was still live.
 	ErrUnavailable = errors.New("etcdsem: etcd did not answer")
 	// ErrForeignKeys is returned (wrapped, with the key) when the prefix
 	// holds a key that is not one of this package's: a prefix shared with
@@ -552,7 +554,7 @@ func (s *Semaphore) rpcError(ctx context.Context, err error) error {
 	if lost := s.alive(); lost != nil {
 		return lost
 	}
-	switch status.Code(err) {
+	switch grpcCode(err) {
 	case codes.Unavailable, codes.DeadlineExceeded:
 		return fmt.Errorf("%w within %v: %w", ErrUnavailable, s.timeout, err)
 	}
@@ -560,6 +562,18 @@ func (s *Semaphore) rpcError(ctx context.Context, err error) error {
 		return fmt.Errorf("%w within %v: %w", ErrUnavailable, s.timeout, err)
 	}
 	return fmt.Errorf("etcdsem: %w", err)
+}
+
+// grpcCode returns err's gRPC code: a status error's, or that of the error
+// the etcd client makes of a server's refusal (an rpctypes.EtcdError, such
+// as "request timed out" or "no leader"), which keeps the code but not the
+// status.
+func grpcCode(err error) codes.Code {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		return ee.Code()
+	}
+	return status.Code(err)
 }
 
 // checkRequest validates a request for n permits.
