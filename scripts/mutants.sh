@@ -19,10 +19,10 @@
 #
 # Usage: scripts/mutants.sh [name...]   default: every scripts/mutants/*.patch
 # Environment: MUTANT_PKGS (the packages), MUTANT_TIMEOUT (go test -timeout
-# for a mutant's run, default 120s; a tier whose clean run takes more than a
-# third of it gets three times its clean run's time, so that a slower
-# machine does not pass a slow tier off as a hung mutant), MUTANT_FLAGS (extra go test flags), MUTANT_JOBS (patches
-# tried at once, each in a copy of its own; default 2, since most of a run
+# of a mutant's run, in seconds with an "s", default 120s; a tier whose
+# clean run takes more than a third of it gets three times that, so that a
+# slower machine does not pass a slow tier off as a hung mutant),
+# MUTANT_FLAGS (extra go test flags), MUTANT_JOBS (patches tried at once, each in a copy of its own; default 2, since most of a run
 # is spent waiting on timers, servers and the linker).
 # Exits non-zero if the clean tree fails, a mutant survives, or a run errs.
 set -uo pipefail
@@ -116,10 +116,11 @@ done
 
 echo "mutants: go test -count=1 -failfast -run '^(Test|Fuzz)' -timeout $timeout $extra $pkgs (or the packages a patch names)"
 # tiertimeout[TIER] is the -timeout of a mutant's run of TIER: $timeout, or
-# three times the clean run's seconds where that is more. The clean runs
-# themselves get ten minutes, go test's default.
+# three times the tier's longest clean run where that is more. The clean
+# runs themselves get ten minutes, go test's default.
 declare -A tiertimeout
 floor=${timeout%s}
+[[ $floor =~ ^[0-9]+$ ]] || floor=0 # not in seconds: $timeout as given
 for tags in "" "atomicsem_hooks"; do
 	for t in "${cleantiers[@]}"; do
 		# The hooks live in atomicsem, which no nested module imports.
@@ -133,8 +134,8 @@ for tags in "" "atomicsem_hooks"; do
 			exit 1
 		fi
 		t3=$(awk -v s="$secs" 'BEGIN {print int(3 * s + 1)}')
-		if [[ $floor =~ ^[0-9]+$ ]] && ((t3 > floor)); then
-			[[ ${tiertimeout[$t]:-0} == 0 || ${tiertimeout[$t]%s} -lt $t3 ]] && tiertimeout[$t]=${t3}s
+		if ((floor > 0 && t3 > floor && t3 > ${tiertimeout[$t]:-0})); then
+			tiertimeout[$t]=$t3
 			echo "          a mutant's run of this tier gets -timeout ${t3}s"
 		fi
 	done
@@ -144,22 +145,24 @@ done
 # only if the plain one missed it), takes the patch out again, and prints
 # one line: the verdict, the name, the seconds and what killed it.
 mutant() {
-	local name=$1 patch=$root/scripts/mutants/$1.patch own detail dead bad total tags log verdict secs label
+	local name=$1 patch=$root/scripts/mutants/$1.patch own detail dead bad total tags log verdict secs label tiername tmo
 	if ! (cd "$tree" && git apply --check "$patch") 2>"$work/$name.apply.log"; then
 		printf '%-9s %-26s %s\n' STALE "$name" "no longer applies: $(head -1 "$work/$name.apply.log")"
 		return
 	fi
 	(cd "$tree" && git apply "$patch")
 	own=$(sed -n '1,3s/^Packages: //p' "$patch" | head -1)
-	# A patch's packages in the main module run in the default tier's clean
-	# run; a nested module's, in their own.
+	# A patch's packages in the main module ran clean in the default tier;
+	# a nested module's, in their own.
 	tiername=${cleantiers[0]}
-	[[ -n $own && -n ${tiertimeout[$own]:-} ]] && tiername=$own
+	[[ -n $own && " ${cleantiers[*]:1} " == *" $own "* ]] && tiername=$own
+	tmo=$timeout
+	[[ -n ${tiertimeout[$tiername]:-} ]] && tmo=${tiertimeout[$tiername]}s
 	detail=() dead=0 bad=0 total=0
 	for tags in "" "atomicsem_hooks"; do
 		((dead)) && break
 		log=$work/$name.${tags:-plain}.log
-		read -r verdict secs < <(tier "$tags" "$log" "$own" "${tiertimeout[$tiername]:-$timeout}")
+		read -r verdict secs < <(tier "$tags" "$log" "$own" "$tmo")
 		total=$(awk -v a="$total" -v b="$secs" 'BEGIN {printf "%.1f", a + b}')
 		label=plain
 		[[ -n $tags ]] && label=hooks
