@@ -35,14 +35,20 @@ import (
 // failing whatever the limit, and backing off by Backoff a window would
 // take dozens of windows, each as long as the requests take to fail.
 //
-// AIMD reacts only to drops and to RTTs above Timeout, so the limit it
-// settles at is where the service starts to fail or to exceed Timeout:
-// set Timeout a little above the latency that is acceptable. The queue it
-// keeps is then as long as it takes to make requests wait Timeout less
-// their own latency, however many requests that is: where requests differ
-// widely in latency (a cache in front of the service) or many leave early
-// (clients that cancel), that queue holds many requests, and a
-// delay-based controller, Gradient2 or Vegas, keeps a shorter one.
+// AIMD reacts only to drops and to RTTs above Timeout, so it settles where
+// the mean RTT reaches Timeout: at a queue that makes a request wait
+// Timeout less its own latency. For a service of C workers whose requests
+// take L without a queue, that is a limit of about C × Timeout / L. Set
+// Timeout a tenth above L: the limit settles about a tenth above the
+// capacity, as Gradient2's does, and the queue is short enough that
+// clients who cancel, which make the service turn requests over faster
+// and so lengthen the queue a given wait takes, move the limit little.
+// L is the latency of the typical request. Where requests differ widely
+// (a cache in front of the service), it is the fast ones': a window is
+// decided by the requests that end first, and a request many times slower
+// than most ends after the window it was admitted in has been decided, so
+// it counts in none. A Timeout set for the slow requests would keep a
+// queue that makes the fast ones wait as long.
 //
 // Set the fields before passing the AIMD to New; an AIMD serves one Limiter.
 // The zero value uses the defaults.
@@ -50,8 +56,9 @@ type AIMD struct {
 	// Backoff is the factor in [0.5, 1) a congestion event multiplies the
 	// limit by; 0 means 0.9.
 	Backoff float64
-	// Timeout is the RTT above which a sample counts as a drop; 0 means
-	// none: only drops count.
+	// Timeout is the mean RTT above which a window counts as congested,
+	// as a drop does; set it a tenth above the latency of a typical request
+	// without a queue (see above). 0 means none: only drops count.
 	Timeout time.Duration
 
 	win       window

@@ -31,8 +31,8 @@ func TestSimulation(t *testing.T) {
 		doubled  int
 		p99Ratio float64 // at most
 	}{
-		{"AIMD", func() adaptive.Controller { return &adaptive.AIMD{Timeout: 24 * time.Millisecond} },
-			2600, 12500, 800, 2400, 2},
+		{"AIMD", func() adaptive.Controller { return &adaptive.AIMD{Timeout: 22 * time.Millisecond} },
+			2600, 12500, 1000, 2400, 2},
 		{"Vegas", func() adaptive.Controller { return &adaptive.Vegas{} },
 			750, 6500, 1300, 450, 2},
 		{"Gradient2", func() adaptive.Controller { return &adaptive.Gradient2{} },

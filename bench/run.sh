@@ -262,15 +262,15 @@ for g in "${run[@]}"; do
 done
 
 # The adaptive group also writes the side-by-side simulation and failure
-# scenarios that docs/adaptive.md quotes, and draws its plots. They run on a
+# scenarios and AIMD's Timeout table that docs/adaptive.md quotes, and draws its plots. They run on a
 # fake clock, so one run is exact and takes seconds.
 for g in "${run[@]}"; do
 	[ "$g" = adaptive ] || continue
 	{
-		echo "# adaptivetest.Evaluate and adaptivetest.Scenarios, side by side (TestSimulationSideBySide -adaptive.long and TestFailureScenariosSideBySide in bench/adaptive)"
+		echo "# adaptivetest.Evaluate and adaptivetest.Scenarios, side by side, and AIMD's Timeout (TestSimulationSideBySide -adaptive.long, TestFailureScenariosSideBySide and TestAIMDTimeout in bench/adaptive)"
 		header "$g" | sed -n 2,3p
 		echo
-		(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^(TestSimulationSideBySide|TestFailureScenariosSideBySide)$' -test.v -adaptive.long) |
+		(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^(TestSimulationSideBySide|TestFailureScenariosSideBySide|TestAIMDTimeout)$' -test.v -adaptive.long) |
 			sed -n 's/^        //p'
 	} >"$RESULTS/adaptive-sim.txt"
 	echo "run.sh: wrote $RESULTS/adaptive-sim.txt" >&2

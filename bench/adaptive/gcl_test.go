@@ -27,8 +27,10 @@ func gcl(name string, newLimit func(min, max, initial int) core.Limit, window ti
 		return lim
 	}
 	return peer{
-		name:  name,
-		sim:   func(min, max, initial int) adaptivetest.Limiter { return gclSim{build(min, max, initial)} },
+		name: name,
+		sim: func(_ time.Duration, min, max, initial int) adaptivetest.Limiter {
+			return gclSim{build(min, max, initial)}
+		},
 		bench: func(min, max, initial int) admitter { return gclAdmitter{build(min, max, initial)} },
 	}
 }

@@ -10,11 +10,20 @@ import (
 )
 
 // peer is a limiter under comparison: a name, and how to build one with the
-// given bounds, as the simulation drives it and as the benchmarks do.
+// given bounds, as the simulation drives it and as the benchmarks do. The
+// simulation passes typical, the latency of the service's typical request
+// without a queue, for a controller whose settings depend on it (AIMD's
+// Timeout); the others ignore it.
 type peer struct {
 	name  string
-	sim   func(min, max, initial int) adaptivetest.Limiter
+	sim   func(typical time.Duration, min, max, initial int) adaptivetest.Limiter
 	bench func(min, max, initial int) admitter
+}
+
+// simFor returns p's simulated limiter for a service whose typical request
+// takes typical without a queue, in the form adaptivetest runs.
+func (p peer) simFor(typical time.Duration) func(min, max, initial int) adaptivetest.Limiter {
+	return func(min, max, initial int) adaptivetest.Limiter { return p.sim(typical, min, max, initial) }
 }
 
 // admitter is what the overhead benchmarks call: admit one request, record
@@ -24,18 +33,22 @@ type admitter interface {
 	admitRecord() bool
 }
 
-func ours(name string, ctrl func() adaptive.Controller) peer {
-	build := func(min, max, initial int) *adaptive.Limiter {
-		lim, err := adaptive.New(ctrl(), adaptive.WithLimits(int64(min), int64(max), int64(initial)))
+func ours(name string, ctrl func(typical time.Duration) adaptive.Controller) peer {
+	build := func(typical time.Duration, min, max, initial int) *adaptive.Limiter {
+		lim, err := adaptive.New(ctrl(typical), adaptive.WithLimits(int64(min), int64(max), int64(initial)))
 		if err != nil {
 			panic(err)
 		}
 		return lim
 	}
 	return peer{
-		name:  name,
-		sim:   func(min, max, initial int) adaptivetest.Limiter { return adaptivetest.Adapt(build(min, max, initial)) },
-		bench: func(min, max, initial int) admitter { return oursAdmitter{build(min, max, initial)} },
+		name: name,
+		sim: func(typical time.Duration, min, max, initial int) adaptivetest.Limiter {
+			return adaptivetest.Adapt(build(typical, min, max, initial))
+		},
+		bench: func(min, max, initial int) admitter {
+			return oursAdmitter{build(adaptivetest.ServiceTime, min, max, initial)}
+		},
 	}
 }
 
@@ -62,8 +75,10 @@ func failsafe(name string, window time.Duration) peer {
 		return b.Build()
 	}
 	return peer{
-		name:  name,
-		sim:   func(min, max, initial int) adaptivetest.Limiter { return failsafeSim{build(min, max, initial)} },
+		name: name,
+		sim: func(_ time.Duration, min, max, initial int) adaptivetest.Limiter {
+			return failsafeSim{build(min, max, initial)}
+		},
 		bench: func(min, max, initial int) admitter { return failsafeAdmitter{build(min, max, initial)} },
 	}
 }
@@ -107,9 +122,17 @@ func (a failsafeAdmitter) admitRecord() bool {
 
 // peers are the limiters compared, this package's controllers first.
 var peers = []peer{
-	ours("adaptive-aimd", func() adaptive.Controller { return &adaptive.AIMD{Timeout: 24 * time.Millisecond} }),
-	ours("adaptive-vegas", func() adaptive.Controller { return &adaptive.Vegas{} }),
-	ours("adaptive-gradient2", func() adaptive.Controller { return &adaptive.Gradient2{} }),
+	ours("adaptive-aimd", aimdTimeout(1.1)),
+	ours("adaptive-vegas", func(time.Duration) adaptive.Controller { return &adaptive.Vegas{} }),
+	ours("adaptive-gradient2", func(time.Duration) adaptive.Controller { return &adaptive.Gradient2{} }),
 	failsafe("failsafe", 0),
 	failsafe("failsafe-100ms", 100*time.Millisecond),
+}
+
+// aimdTimeout returns AIMD with its Timeout at margin times the typical
+// request's latency; its documentation recommends a margin of 1.1.
+func aimdTimeout(margin float64) func(typical time.Duration) adaptive.Controller {
+	return func(typical time.Duration) adaptive.Controller {
+		return &adaptive.AIMD{Timeout: time.Duration(margin * float64(typical))}
+	}
 }

@@ -47,7 +47,7 @@ func TestPlotFollow(t *testing.T) {
 	img := newChart(900, 420, cfg.Phases, 250, "limit; capacity (grey) and its +/-25 % band; capacity 100, 50, 100")
 	for i, p := range peers {
 		synctest.Test(t, func(t *testing.T) {
-			img.trace(i, p.name, adaptivetest.Run(p.sim(adaptivetest.MinLimit, adaptivetest.MaxLimit, adaptivetest.Capacity), cfg))
+			img.trace(i, p.name, adaptivetest.Run(p.sim(cfg.ServiceTime, adaptivetest.MinLimit, adaptivetest.MaxLimit, adaptivetest.Capacity), cfg))
 		})
 	}
 	img.write(t, *plot)
@@ -72,7 +72,7 @@ func TestPlotFailures(t *testing.T) {
 			sc.Name+": limit; capacity (grey) and its +/-25 % band; failing from 4 s to 14 s")
 		for i, p := range peers {
 			synctest.Test(t, func(t *testing.T) {
-				c.trace(i, p.name, adaptivetest.Run(p.sim(sc.Min, sc.Max, sc.Initial), sc.Config))
+				c.trace(i, p.name, adaptivetest.Run(p.sim(sc.Config.ServiceTime, sc.Min, sc.Max, sc.Initial), sc.Config))
 			})
 		}
 		panels = append(panels, c)

@@ -38,7 +38,7 @@ func TestSimulationSideBySide(t *testing.T) {
 		fmt.Fprintln(&table, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 		for _, p := range peers {
 			synctest.Test(t, func(t *testing.T) {
-				r := adaptivetest.Evaluate(p.sim, length)
+				r := adaptivetest.Evaluate(p.simFor(adaptivetest.ServiceTime), length)
 				reports[p.name] = r
 				fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %.2f | %.2f× |\n", p.name,
 					settle(r.FromBelow), settle(r.FromAbove), settle(r.Halved), settle(r.Doubled), r.Goodput, r.P99Ratio())
