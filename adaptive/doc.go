@@ -27,7 +27,8 @@
 // field:
 //
 //   - AIMD: loss-based; additive increase, multiplicative decrease on drops
-//     and on RTTs above a timeout. Inputs: drops, RTT.
+//     and on RTTs above a timeout, which the caller sets a tenth above the
+//     typical request's latency. Inputs: drops, RTT.
 //   - Vegas: delay-based, after TCP Vegas; keeps the queue it estimates from
 //     the unloaded RTT and the current one between two thresholds. Inputs:
 //     RTT, an unloaded RTT measured in probes at a lower limit, drops.
