@@ -450,3 +450,48 @@ func TestHandlerAndTransportOverTheNetwork(t *testing.T) {
 	require.Equal(t, uint64(20), server.Stats().Succeeded)
 	require.Equal(t, uint64(20), client.Stats().Succeeded)
 }
+
+// TestHandlerBacksOffWhenEveryRequestFails sends 50,000 requests through
+// Handler, one after another, to a service that answers each with a 503
+// after 1 ms, with the limit in [1, 1000] from 400: every controller takes
+// the limit to its minimum within the first window of drops and keeps it
+// there.
+func TestHandlerBacksOffWhenEveryRequestFails(t *testing.T) {
+	const requests = 50_000
+	for _, c := range []struct {
+		name string
+		ctrl adaptive.Controller
+	}{
+		{"AIMD", &adaptive.AIMD{}},
+		{"Vegas", &adaptive.Vegas{}},
+		{"Gradient2", &adaptive.Gradient2{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				lim := newLimiter(t, c.ctrl, 1, 1000, 400)
+				h := adaptive.Handler(lim, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					time.Sleep(time.Millisecond)
+					w.WriteHeader(http.StatusServiceUnavailable)
+				}))
+				atMin := -1 // requests after which the limit was at its minimum and stayed
+				for i := range requests {
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+					require.Equal(t, http.StatusServiceUnavailable, w.Code)
+					switch limit := lim.Stats().Limit; {
+					case limit == 1 && atMin < 0:
+						atMin = i + 1
+					case limit != 1:
+						atMin = -1
+					}
+				}
+				t.Logf("at the minimum after %d of %d requests", atMin, requests)
+				require.Positive(t, atMin, "the limit ends above its minimum")
+				require.LessOrEqual(t, atMin, 400, "the limit reaches its minimum within a window of drops")
+				st := lim.Stats()
+				require.Equal(t, [3]uint64{0, requests, 0}, [3]uint64{st.Succeeded, st.Dropped, st.Ignored})
+			})
+		})
+	}
+}
