@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -91,23 +90,18 @@ func TestAIMDTimeout(t *testing.T) {
 	if raceBuild {
 		t.Skip("a report; package adaptive's TestFailureScenarios runs AIMD with its recommended Timeout under -race")
 	}
+	// A row sets Timeout at margin times the latency of the scenario's
+	// typical request, or of its slowest if slowest is set.
 	type row struct {
 		name    string
-		timeout func(sc adaptivetest.Scenario) time.Duration
+		margin  float64
+		slowest bool
 	}
 	var rows []row
 	for _, m := range []float64{1.05, 1.1, 1.2, 1.5, 2} {
-		rows = append(rows, row{fmt.Sprintf("%g × the typical request's", m), func(sc adaptivetest.Scenario) time.Duration {
-			return time.Duration(m * float64(sc.Config.ServiceTime))
-		}})
+		rows = append(rows, row{name: fmt.Sprintf("%g × the typical request's", m), margin: m})
 	}
-	rows = append(rows, row{"1.2 × the slowest request's", func(sc adaptivetest.Scenario) time.Duration {
-		slowest := sc.Config.ServiceTime
-		for _, ph := range sc.Config.Phases {
-			slowest = max(slowest, ph.SlowTime)
-		}
-		return slowest * 12 / 10
-	}})
+	rows = append(rows, row{name: "1.2 × the slowest request's", margin: 1.2, slowest: true})
 
 	shown := []string{"bimodal latency", "client-cancel storm"}
 	var b strings.Builder
@@ -119,10 +113,16 @@ func TestAIMDTimeout(t *testing.T) {
 		var missed []string
 		figures := map[string]string{}
 		for _, sc := range adaptivetest.Scenarios() {
-			to := r.timeout(sc)
+			latency := sc.Config.ServiceTime
+			if r.slowest {
+				for _, ph := range sc.Config.Phases {
+					latency = max(latency, ph.SlowTime)
+				}
+			}
+			newAIMD := aimdTimeout(r.margin)
+			to := newAIMD(latency).(*adaptive.AIMD).Timeout
 			synctest.Test(t, func(t *testing.T) {
-				aimd := ours("adaptive-aimd", func(time.Duration) adaptive.Controller { return &adaptive.AIMD{Timeout: to} })
-				v := sc.Run(aimd.simFor(sc.Config.ServiceTime))
+				v := sc.Run(ours("adaptive-aimd", newAIMD).simFor(latency))
 				if !v.Pass {
 					missed = append(missed, sc.Name)
 				}
