@@ -96,8 +96,14 @@ func WithLimits(min, max, initial int64) Option {
 
 // WithSemaphoreOptions passes options to the semaphore the Limiter builds,
 // atomicsem.WithBarging for one: waiters of Acquire are served in FIFO order
-// unless told otherwise.
+// unless told otherwise. It is a run-time error to pass a nil
+// atomicsem.Option; the panic message begins "adaptive: ".
 func WithSemaphoreOptions(opts ...atomicsem.Option) Option {
+	for _, opt := range opts {
+		if opt == nil {
+			panic("adaptive: WithSemaphoreOptions: nil atomicsem.Option")
+		}
+	}
 	return func(c *config) { c.semOpts = append(c.semOpts, opts...) }
 }
 
@@ -108,11 +114,14 @@ func WithSemaphoreOptions(opts ...atomicsem.Option) Option {
 // ErrInvalidController for a controller with a setting out of its range:
 // New calls the controller's Validate method if it has one, as the
 // controllers of this package do. It is a run-time error to pass a nil
-// pointer as ctrl (a typed nil, such as (*AIMD)(nil)); the panic message
-// begins "adaptive: ".
+// pointer as ctrl (a typed nil, such as (*AIMD)(nil)) or a nil Option; the
+// panic message begins "adaptive: ".
 func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 	cfg := config{min: DefaultMinLimit, initial: DefaultInitialLimit, max: DefaultMaxLimit}
 	for _, opt := range opts {
+		if opt == nil {
+			panic("adaptive: New: nil Option")
+		}
 		opt(&cfg)
 	}
 	if cfg.min < 1 || cfg.min > cfg.initial || cfg.initial > cfg.max || cfg.max > atomicsem.MaxPermits {
@@ -234,9 +243,13 @@ func (l *Limiter) admit(p *Permit) {
 // to its integer part when that changes. The controller runs under mu, so
 // that its state and the limit change in the order of the samples; the
 // SetLimit calls are made under mu too, so that they reach the semaphore in
-// the order the controller decided them.
+// the order the controller decided them. The controller is the caller's
+// code: mu is released in a defer, so that a Next that panics leaves the
+// limit where it was and the lock free, and the panic goes on to the
+// goroutine that ended the permit, whose slot is already free.
 func (l *Limiter) record(s Sample) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if s.Dropped {
 		l.dropped++
 	} else {
@@ -252,7 +265,6 @@ func (l *Limiter) record(s Sample) {
 			l.set = n
 		}
 	}
-	l.mu.Unlock()
 }
 
 // ignore counts a request that ended in Ignored.
@@ -291,8 +303,10 @@ type Stats struct {
 // reads and need not be consistent with each other to the request; InFlight
 // may briefly exceed Limit after the limit is lowered, while the requests
 // admitted under the higher limit finish. Stats takes the limiter's lock and
-// the semaphore's; it is meant for monitoring, not for a hot path.
+// the semaphore's; it is meant for monitoring, not for a hot path. It is a
+// run-time error to call it on a nil Limiter.
 func (l *Limiter) Stats() Stats {
+	l.mustExist()
 	st := l.sem.Stats()
 	l.mu.Lock()
 	s := Stats{
@@ -313,5 +327,9 @@ func (l *Limiter) Stats() Stats {
 
 // Close closes the limiter: waiting Acquire calls return
 // atomicsem.ErrClosed, later acquires fail, and the limit stays where it is.
-// Permits already out may still be ended. Closing twice does nothing.
-func (l *Limiter) Close() { l.sem.Close() }
+// Permits already out may still be ended. Closing twice does nothing. It is
+// a run-time error to call it on a nil Limiter.
+func (l *Limiter) Close() {
+	l.mustExist()
+	l.sem.Close()
+}

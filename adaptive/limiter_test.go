@@ -123,6 +123,22 @@ func TestNilArgumentsPanicWithThePrefix(t *testing.T) {
 		{"Transport without a Limiter", func() {
 			_, _ = (&adaptive.Transport{}).RoundTrip(httptest.NewRequest("GET", "/", nil))
 		}, "Limiter"},
+		{"New with a nil Option", func() { _, _ = adaptive.New(nil, adaptive.WithLimits(1, 2, 1), nil) }, "Option"},
+		{"WithSemaphoreOptions with a nil option", func() { adaptive.WithSemaphoreOptions(atomicsem.WithBarging(), nil) }, "atomicsem.Option"},
+		{"Handler with a nil HandlerOption", func() { adaptive.Handler(lim, ok, adaptive.WithRejection(ok), nil) }, "HandlerOption"},
+		{"Stats on a nil Limiter", func() { (*adaptive.Limiter)(nil).Stats() }, "Limiter"},
+		{"Close on a nil Limiter", func() { (*adaptive.Limiter)(nil).Close() }, "Limiter"},
+		{"Start of a nil Permit", func() { (*adaptive.Permit)(nil).Start() }, "Permit"},
+		{"End of a nil Permit", func() { (*adaptive.Permit)(nil).End(adaptive.Dropped) }, "Permit"},
+		{"RoundTrip on a nil Transport", func() {
+			_, _ = (*adaptive.Transport)(nil).RoundTrip(httptest.NewRequest("GET", "/", nil))
+		}, "Transport"},
+		{"RoundTrip of a nil Request", func() {
+			_, _ = (&adaptive.Transport{Limiter: lim, Base: respond(http.StatusOK)}).RoundTrip(nil)
+		}, "Request"},
+		{"RoundTrip of a nil Request, waiting", func() {
+			_, _ = (&adaptive.Transport{Limiter: lim, Base: respond(http.StatusOK), Wait: true}).RoundTrip(nil)
+		}, "Request"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -62,8 +62,12 @@ func (p *Permit) Ignored() {
 func (p *Permit) Ignore() { p.Ignored() }
 
 // Start returns when the permit was acquired; the zero time for the zero
-// Permit or one already ended.
+// Permit or one already ended. It is a run-time error to call it on a nil
+// Permit.
 func (p *Permit) Start() time.Time {
+	if p == nil {
+		panic(errNilPermit)
+	}
 	if p.l == nil {
 		return time.Time{}
 	}
