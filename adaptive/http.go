@@ -23,9 +23,12 @@ var ErrLimited = errors.New("adaptive: concurrency limit reached")
 //
 // The writer next receives has the optional interfaces of the writer
 // Handler was given, and only those: http.Flusher, http.Hijacker,
-// io.ReaderFrom and http.Pusher pass type assertions exactly when the
-// underlying writer's do, and http.ResponseController reaches the others
-// through its Unwrap method.
+// io.ReaderFrom, io.StringWriter, http.Pusher and http.CloseNotifier pass
+// type assertions exactly when the underlying writer's do.
+// http.ResponseController answers as it does on the underlying writer: its
+// Flush returns the underlying writer's flush error (a client gone), and it
+// reaches SetReadDeadline, SetWriteDeadline and EnableFullDuplex through
+// the writer's Unwrap method.
 //
 // It is a run-time error to pass a nil lim, next or HandlerOption; the
 // panic message begins "adaptive: ".
