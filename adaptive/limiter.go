@@ -21,6 +21,9 @@ var (
 	// setting out of its range. New also wraps it around the error of a
 	// caller's controller whose Validate method fails.
 	ErrInvalidController = errors.New("adaptive: invalid controller setting")
+	// ErrObserved is returned by Limiter.Observe when the limiter has an
+	// observer already.
+	ErrObserved = errors.New("adaptive: the limiter has an observer already")
 )
 
 // Default bounds of a Limiter, as in Netflix's concurrency-limits.
@@ -68,6 +71,9 @@ type Limiter struct {
 	// alone: time.Now would read the wall clock too, and on a request's
 	// fast path the two clock reads cost more than the rest together.
 	epoch time.Time
+	// obs is the function Observe registered, or nil; every permit's end
+	// loads it.
+	obs atomic.Pointer[observer]
 
 	mu      sync.Mutex
 	ctrl    Controller    // guarded by mu
@@ -279,6 +285,39 @@ func (l *Limiter) ignore() {
 func isNilPointer(ctrl Controller) bool {
 	v := reflect.ValueOf(ctrl)
 	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// observer boxes the function Observe registered, so that an atomic
+// pointer holds it.
+type observer struct {
+	f func(Outcome, time.Duration)
+}
+
+// Observe makes the limiter call f once for every permit that ends from
+// now on, with its outcome and the time from its acquire to its end (the
+// RTT of a sample), until stop is called: for a latency histogram, such as
+// package adaptiveotel's. f runs on the goroutine that ends the permit,
+// after the slot is free and the controller has seen the sample, with no
+// lock held: a slow f slows that request alone, and an f that panics
+// leaves the limiter as it would be without it, the panic going on to
+// that goroutine. f must be safe for concurrent use. Calling stop more
+// than once does nothing.
+//
+// A limiter has at most one observer: Observe returns ErrObserved, and
+// registers nothing, while another is registered. It is a run-time error
+// to pass a nil f or to call Observe on a nil Limiter.
+//
+// Without an observer, a permit's end costs one atomic load more.
+func (l *Limiter) Observe(f func(o Outcome, rtt time.Duration)) (stop func(), err error) {
+	l.mustExist()
+	if f == nil {
+		panic("adaptive: Limiter.Observe: nil f")
+	}
+	o := &observer{f: f}
+	if !l.obs.CompareAndSwap(nil, o) {
+		return nil, ErrObserved
+	}
+	return func() { l.obs.CompareAndSwap(o, nil) }, nil
 }
 
 // Stats is a snapshot of a Limiter, for metrics.

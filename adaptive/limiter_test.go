@@ -130,6 +130,10 @@ func TestNilArgumentsPanicWithThePrefix(t *testing.T) {
 		{"Close on a nil Limiter", func() { (*adaptive.Limiter)(nil).Close() }, "Limiter"},
 		{"Start of a nil Permit", func() { (*adaptive.Permit)(nil).Start() }, "Permit"},
 		{"End of a nil Permit", func() { (*adaptive.Permit)(nil).End(adaptive.Dropped) }, "Permit"},
+		{"Observe with a nil function", func() { _, _ = lim.Observe(nil) }, "nil f"},
+		{"Observe on a nil Limiter", func() {
+			_, _ = (*adaptive.Limiter)(nil).Observe(func(adaptive.Outcome, time.Duration) {})
+		}, "Limiter"},
 		{"RoundTrip on a nil Transport", func() {
 			_, _ = (*adaptive.Transport)(nil).RoundTrip(httptest.NewRequest("GET", "/", nil))
 		}, "Transport"},

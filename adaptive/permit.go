@@ -54,6 +54,9 @@ func (p *Permit) Ignored() {
 	l := p.take()
 	p.tok.Release()
 	l.ignore()
+	if ob := l.obs.Load(); ob != nil {
+		ob.f(Ignored, time.Since(l.epoch)-p.start)
+	}
 }
 
 // Ignore is the former name of Ignored.
@@ -83,6 +86,13 @@ func (p *Permit) end(dropped bool) {
 		Limited: l.turnedAway.Load() != p.turnedAway, Dropped: dropped}
 	p.tok.Release()
 	l.record(s)
+	if ob := l.obs.Load(); ob != nil {
+		o := Succeeded
+		if dropped {
+			o = Dropped
+		}
+		ob.f(o, s.RTT)
+	}
 }
 
 // take marks the permit ended and returns its limiter, or panics if the
