@@ -72,7 +72,7 @@ func ExampleLimiter_Stats() {
 	p.Ignored()
 	fmt.Println(expvar.Get("api_limiter").String())
 	// Output:
-	// {"Limit":20,"InFlight":0,"Waiters":0,"LastRTT":0,"Succeeded":0,"Success":0,"Dropped":0,"Ignored":1,"Rejected":0,"Closed":false}
+	// {"Limit":20,"InFlight":0,"Waiters":0,"LastRTT":0,"Succeeded":0,"Dropped":0,"Ignored":1,"Rejected":0,"Closed":false}
 }
 
 // An adaptive limit for an HTTP server: requests past the limit get 503

@@ -322,20 +322,15 @@ func (l *Limiter) Observe(f func(o Outcome, rtt time.Duration)) (stop func(), er
 
 // Stats is a snapshot of a Limiter, for metrics.
 type Stats struct {
-	Limit    int64         // the limit in force
-	InFlight int64         // permits out: acquired and not yet ended
-	Waiters  int           // Acquire calls waiting for a slot
-	LastRTT  time.Duration // the RTT of the last request that ended in Succeeded; 0 before the first
-	// Succeeded counts the requests ended in Succeeded.
-	Succeeded uint64
-	// Success holds the same count as Succeeded.
-	//
-	// Deprecated: use Succeeded.
-	Success  uint64
-	Dropped  uint64 // requests ended in Dropped
-	Ignored  uint64 // requests ended in Ignored
-	Rejected uint64 // TryAcquire calls that found no free slot
-	Closed   bool
+	Limit     int64         // the limit in force
+	InFlight  int64         // permits out: acquired and not yet ended
+	Waiters   int           // Acquire calls waiting for a slot
+	LastRTT   time.Duration // the RTT of the last request that ended in Succeeded; 0 before the first
+	Succeeded uint64        // requests ended in Succeeded
+	Dropped   uint64        // requests ended in Dropped
+	Ignored   uint64        // requests ended in Ignored
+	Rejected  uint64        // TryAcquire calls that found no free slot
+	Closed    bool
 }
 
 // Stats returns a snapshot of the limiter. The counts come from separate
@@ -354,7 +349,6 @@ func (l *Limiter) Stats() Stats {
 		Waiters:   st.Waiters,
 		LastRTT:   l.lastRTT,
 		Succeeded: l.success,
-		Success:   l.success,
 		Dropped:   l.dropped,
 		Ignored:   l.ignored,
 		Rejected:  l.rejected.Load(),

@@ -39,11 +39,6 @@ type Permit struct {
 // Succeeded ends the permit as a completed request and frees its slot.
 func (p *Permit) Succeeded() { p.end(false) }
 
-// Success is the former name of Succeeded.
-//
-// Deprecated: use Succeeded, whose form matches Dropped and Ignored.
-func (p *Permit) Success() { p.end(false) }
-
 // Dropped ends the permit as a request that timed out or was refused for
 // overload, and frees its slot.
 func (p *Permit) Dropped() { p.end(true) }
@@ -58,11 +53,6 @@ func (p *Permit) Ignored() {
 		ob.f(Ignored, time.Since(l.epoch)-p.start)
 	}
 }
-
-// Ignore is the former name of Ignored.
-//
-// Deprecated: use Ignored, whose form matches Succeeded and Dropped.
-func (p *Permit) Ignore() { p.Ignored() }
 
 // Start returns when the permit was acquired; the zero time for the zero
 // Permit or one already ended. It is a run-time error to call it on a nil
@@ -141,11 +131,6 @@ const (
 	// Ignored is a request whose outcome says nothing about load.
 	Ignored
 )
-
-// Success is the former name of Succeeded.
-//
-// Deprecated: use Succeeded, whose form matches Dropped and Ignored.
-const Success = Succeeded
 
 // String returns the outcome's name: "Succeeded", "Dropped" or "Ignored".
 func (o Outcome) String() string {
