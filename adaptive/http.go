@@ -30,6 +30,15 @@ var ErrLimited = errors.New("adaptive: concurrency limit reached")
 // reaches SetReadDeadline, SetWriteDeadline and EnableFullDuplex through
 // the writer's Unwrap method.
 //
+// Put Handler inside http.TimeoutHandler, not outside it:
+// http.TimeoutHandler(adaptive.Handler(lim, next), d). TimeoutHandler runs
+// the handler it wraps in a goroutine of its own and answers 503 at its
+// deadline without waiting for that handler to return. Inside it, Handler
+// holds the permit for as long as next runs, and the request counts
+// Dropped (the server's deadline). Outside it, the permit would end when
+// TimeoutHandler answers while next runs on without one, and the limit
+// would no longer bound the handlers running.
+//
 // It is a run-time error to pass a nil lim, next or HandlerOption; the
 // panic message begins "adaptive: ".
 func Handler(lim *Limiter, next http.Handler, opts ...HandlerOption) http.Handler {
