@@ -358,3 +358,24 @@ func TestNilOptionPanics(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamClientContextEndsAStreamWhoseOptionsWereDropped puts an
+// interceptor inside this package's that opens the stream without the call
+// options, so that grpc-go never tells this package's interceptor that the
+// stream finished: a caller that cancels the stream and never reads it
+// again still gets its slot back, from the context.
+func TestStreamClientContextEndsAStreamWhoseOptionsWereDropped(t *testing.T) {
+	lim := fixedLimiter(t, 1)
+	dropOptions := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, _ ...grpc.CallOption) (grpc.ClientStream, error) {
+		return streamer(ctx, desc, cc, method)
+	}
+	client := serve(t, &service{}, nil,
+		grpc.WithChainStreamInterceptor(adaptivegrpc.StreamClientInterceptor(lim), dropOptions))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := client.FullDuplexCall(ctx)
+	require.NoError(t, err)
+	require.Equal(t, counts{InFlight: 1}, countsOf(lim))
+	cancel()
+	require.Eventually(t, func() bool { return countsOf(lim) == counts{Ignored: 1} }, 10*time.Second, time.Millisecond)
+}
