@@ -19,7 +19,8 @@ var ErrLimited = errors.New("adaptive: concurrency limit reached")
 //
 // The permit ends when next returns, with the verdict of ClassifyServer
 // (see the package documentation's table of outcomes), or of the function
-// given by WithClassifier; Ignored if next panics.
+// given by WithClassifier; Ignored if next or the classifier panics, the
+// panic going on to the server.
 //
 // The writer next receives has the optional interfaces of the writer
 // Handler was given, and only those: http.Flusher, http.Hijacker,
@@ -160,7 +161,10 @@ func unavailable(w http.ResponseWriter, _ *http.Request) {
 // returns the context's error.
 //
 // The permit ends with the verdict of ClassifyClient (see the package
-// documentation's table of outcomes), or of Classify.
+// documentation's table of outcomes), or of Classify; Ignored if Base,
+// Classify or the body's Close panics, the panic going on to the caller.
+// A response with a nil Body, which http.Client replaces with an empty
+// one, ends its permit at once.
 //
 // A Transport must have a Limiter; its other fields may be left zero. It
 // is a run-time error to call RoundTrip on a nil Transport or one without
