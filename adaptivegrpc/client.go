@@ -19,7 +19,7 @@ import (
 // the call fails at once, without reaching the network, with an error whose
 // code is codes.ResourceExhausted and which errors.Is reports as
 // adaptive.ErrLimited; WithWait makes it wait instead. It is a run-time
-// error to pass a nil lim.
+// error to pass a nil lim or Option.
 func UnaryClientInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.UnaryClientInterceptor {
 	c := newConfig(lim, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
@@ -47,7 +47,7 @@ func UnaryClientInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.UnaryCli
 // the stream's error (the context's, or codes.Canceled for a closed
 // ClientConn). When lim has no free slot, the stream fails at once as
 // UnaryClientInterceptor's calls do; WithWait makes it wait instead. It is
-// a run-time error to pass a nil lim.
+// a run-time error to pass a nil lim or Option.
 func StreamClientInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.StreamClientInterceptor {
 	c := newConfig(lim, opts)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
