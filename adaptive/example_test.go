@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"time"
 
 	"github.com/atomicsem/atomicsem/adaptive"
@@ -72,7 +73,43 @@ func ExampleLimiter_Stats() {
 	p.Ignored()
 	fmt.Println(expvar.Get("api_limiter").String())
 	// Output:
-	// {"Limit":20,"InFlight":0,"Waiters":0,"LastRTT":0,"Succeeded":0,"Success":0,"Dropped":0,"Ignored":1,"Rejected":0,"Closed":false}
+	// {"Limit":20,"InFlight":0,"Waiters":0,"LastRTT":0,"Succeeded":0,"Dropped":0,"Ignored":1,"Rejected":0,"Closed":false}
+}
+
+// Keep a latency histogram of the requests a limiter admits, by how they
+// ended: the observer is told of each permit as it ends. (Package
+// adaptiveotel records an OpenTelemetry histogram this way.)
+func ExampleLimiter_Observe() {
+	lim, _ := adaptive.New(nil)
+	defer lim.Close()
+	var mu sync.Mutex
+	underASecond := map[adaptive.Outcome]int{}
+	stop, err := lim.Observe(func(o adaptive.Outcome, rtt time.Duration) {
+		if rtt < time.Second {
+			mu.Lock()
+			underASecond[o]++
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer stop()
+
+	for _, o := range []adaptive.Outcome{adaptive.Succeeded, adaptive.Succeeded, adaptive.Dropped} {
+		var p adaptive.Permit
+		lim.TryAcquire(&p)
+		p.End(o)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Println("under a second: succeeded", underASecond[adaptive.Succeeded], "dropped", underASecond[adaptive.Dropped])
+
+	_, err = lim.Observe(func(adaptive.Outcome, time.Duration) {})
+	fmt.Println(err)
+	// Output:
+	// under a second: succeeded 2 dropped 1
+	// adaptive: the limiter has an observer already
 }
 
 // An adaptive limit for an HTTP server: requests past the limit get 503

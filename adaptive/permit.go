@@ -39,11 +39,6 @@ type Permit struct {
 // Succeeded ends the permit as a completed request and frees its slot.
 func (p *Permit) Succeeded() { p.end(false) }
 
-// Success is the former name of Succeeded.
-//
-// Deprecated: use Succeeded, whose form matches Dropped and Ignored.
-func (p *Permit) Success() { p.end(false) }
-
 // Dropped ends the permit as a request that timed out or was refused for
 // overload, and frees its slot.
 func (p *Permit) Dropped() { p.end(true) }
@@ -54,16 +49,18 @@ func (p *Permit) Ignored() {
 	l := p.take()
 	p.tok.Release()
 	l.ignore()
+	if ob := l.obs.Load(); ob != nil {
+		ob.f(Ignored, time.Since(l.epoch)-p.start)
+	}
 }
 
-// Ignore is the former name of Ignored.
-//
-// Deprecated: use Ignored, whose form matches Succeeded and Dropped.
-func (p *Permit) Ignore() { p.Ignored() }
-
 // Start returns when the permit was acquired; the zero time for the zero
-// Permit or one already ended.
+// Permit or one already ended. It is a run-time error to call it on a nil
+// Permit.
 func (p *Permit) Start() time.Time {
+	if p == nil {
+		panic(errNilPermit)
+	}
 	if p.l == nil {
 		return time.Time{}
 	}
@@ -79,6 +76,13 @@ func (p *Permit) end(dropped bool) {
 		Limited: l.turnedAway.Load() != p.turnedAway, Dropped: dropped}
 	p.tok.Release()
 	l.record(s)
+	if ob := l.obs.Load(); ob != nil {
+		o := Succeeded
+		if dropped {
+			o = Dropped
+		}
+		ob.f(o, s.RTT)
+	}
 }
 
 // take marks the permit ended and returns its limiter, or panics if the
@@ -127,11 +131,6 @@ const (
 	// Ignored is a request whose outcome says nothing about load.
 	Ignored
 )
-
-// Success is the former name of Succeeded.
-//
-// Deprecated: use Succeeded, whose form matches Dropped and Ignored.
-const Success = Succeeded
 
 // String returns the outcome's name: "Succeeded", "Dropped" or "Ignored".
 func (o Outcome) String() string {

@@ -16,6 +16,8 @@
 #             side-by-side simulation and failure scenarios
 #             (results/adaptive-sim.txt), and the plots docs/adaptive.md
 #             shows (docs/adaptive-follow.png, docs/adaptive-failure.png)
+#   adaptivehttp  adaptive.Handler beside the bare handler, in process and
+#             over loopback HTTP (BenchmarkHandler in bench/adaptive)
 #   etcdsem   the fleet semaphore against etcd's concurrency.Mutex and a
 #             Mutex that watches from the revision after its read, at 1 to
 #             64 clients and limits 1 and 4, on an in-process etcd server
@@ -67,7 +69,7 @@ CPU=${CPU:-}
 RESULTS=${RESULTS:-results}
 TABLES=${TABLES:-}
 BENCHSTAT=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20250813145418-2f7363a06fe1)
-ALL_GROUPS=(core credit group adaptive etcdsem keyed keyedmem keyedhttp rediscredit)
+ALL_GROUPS=(core credit group adaptive adaptivehttp etcdsem keyed keyedmem keyedhttp rediscredit)
 
 # group_pkg and group_pattern say where a group's benchmarks are and which
 # they are, and tables how benchstat shows them. A new group is a line in
@@ -75,7 +77,7 @@ ALL_GROUPS=(core credit group adaptive etcdsem keyed keyedmem keyedhttp rediscre
 group_pkg() {
 	case $1 in
 	core | credit | group | keyed | keyedmem | keyedhttp) echo . ;;
-	adaptive) echo ./adaptive ;;
+	adaptive | adaptivehttp) echo ./adaptive ;;
 	etcdsem) echo ../etcdsem ;;
 	rediscredit) echo ../rediscredit ;;
 	*) echo "run.sh: unknown group $1 (groups: ${ALL_GROUPS[*]})" >&2 && exit 2 ;;
@@ -87,6 +89,7 @@ group_pattern() {
 	credit) echo '^BenchmarkCredit' ;;
 	group) echo '^BenchmarkGroup' ;;
 	adaptive) echo '^BenchmarkAcquireRecord$' ;;
+	adaptivehttp) echo '^BenchmarkHandler$' ;;
 	etcdsem) echo '^BenchmarkFleet$' ;;
 	keyed) echo '^BenchmarkKeyedRequest$' ;;
 	keyedmem) echo '^BenchmarkKeyed(NewKey|Heap|Attack)$' ;;
@@ -144,6 +147,7 @@ tables() {
 	adaptive)
 		"${BENCHSTAT[@]}" -col '/impl@(failsafe adaptive-aimd adaptive-vegas adaptive-gradient2 failsafe-100ms gcl-gradient2 gcl-gradient2-100ms gcl-vegas gcl-vegas-100ms floor)' "$raw"
 		;;
+	adaptivehttp) "${BENCHSTAT[@]}" -col '/impl@(bare adaptive)' "$raw" ;;
 	etcdsem) "${BENCHSTAT[@]}" -col /impl "$raw" ;;
 	keyed) "${BENCHSTAT[@]}" -col '/impl@(golimiter keyed syncmap lru floor floorclock)' "$raw" ;;
 	keyedmem)
