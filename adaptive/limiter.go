@@ -87,11 +87,12 @@ type config struct {
 	semOpts           []atomicsem.Option
 }
 
-// WithLimits sets the bounds of the limit: it starts at initial and stays
-// within [min, max]. New checks 1 ≤ min ≤ initial ≤ max ≤
+// WithLimits sets where the limit starts, initial, and the bounds it
+// stays within, [min, max]: the starting value first, as in
+// atomicsem.New(initial, max). New checks 1 ≤ min ≤ initial ≤ max ≤
 // atomicsem.MaxPermits.
-func WithLimits(min, max, initial int64) Option {
-	return func(c *config) { c.min, c.max, c.initial = min, max, initial }
+func WithLimits(initial, min, max int64) Option {
+	return func(c *config) { c.initial, c.min, c.max = initial, min, max }
 }
 
 // WithSemaphoreOptions passes options to the semaphore the Limiter builds,
@@ -108,11 +109,14 @@ func WithSemaphoreOptions(opts ...atomicsem.Option) Option {
 // ErrInvalidController for a controller with a setting out of its range:
 // New calls the controller's Validate method if it has one, as the
 // controllers of this package do. It is a run-time error to pass a nil
-// pointer as ctrl (a typed nil, such as (*AIMD)(nil)); the panic message
-// begins "adaptive: ".
+// pointer as ctrl (a typed nil, such as (*AIMD)(nil)) or a nil option; the
+// panic message begins "adaptive: ".
 func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 	cfg := config{min: DefaultMinLimit, initial: DefaultInitialLimit, max: DefaultMaxLimit}
 	for _, opt := range opts {
+		if opt == nil {
+			panic("adaptive: New: nil Option")
+		}
 		opt(&cfg)
 	}
 	if cfg.min < 1 || cfg.min > cfg.initial || cfg.initial > cfg.max || cfg.max > atomicsem.MaxPermits {
