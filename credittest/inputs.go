@@ -70,9 +70,9 @@ func CheckInputs(t *testing.T, c InputsConfig) {
 		t.Helper()
 		msg := err.Error()
 		require.True(t, strings.HasPrefix(msg, prefix), "%q does not begin %q", msg, prefix)
-		for _, other := range []string{"atomicsem: ", "credit: ", "keyed: ", "rediscredit: ", "semcontract: "} {
-			if other != prefix {
-				require.NotContains(t, msg, other, "%q quotes another package's words", msg)
+		for _, other := range []string{"atomicsem", "credit", "keyed", "rediscredit", "semcontract"} {
+			if other+": " != prefix {
+				require.False(t, Quotes(msg, other), "%q quotes %s's words", msg, other)
 			}
 		}
 	}
@@ -172,4 +172,26 @@ func CheckInputs(t *testing.T, c InputsConfig) {
 		}()
 		c.NewWithNilOption()
 	})
+}
+
+// Quotes reports whether msg holds package pkg's words: pkg followed by
+// ": ", at the start of msg or after a character that cannot end a
+// package name ("credit: " in "keyed: credit: invalid rate", not in
+// "rediscredit: invalid rate").
+func Quotes(msg, pkg string) bool {
+	for i := 0; ; {
+		j := strings.Index(msg[i:], pkg+": ")
+		if j < 0 {
+			return false
+		}
+		j += i
+		if j == 0 || !isNameByte(msg[j-1]) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+func isNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }

@@ -137,7 +137,7 @@ func ownWords(msg, pkg string) bool {
 		return false
 	}
 	for _, other := range []string{"adaptive", "atomicsem", "credit", "etcdsem", "keyed", "rediscredit", "semcontract"} {
-		if other != pkg && strings.Contains(msg, other+": ") {
+		if other != pkg && credittest.Quotes(msg, other) {
 			return false
 		}
 	}
