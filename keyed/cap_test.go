@@ -1,6 +1,7 @@
 package keyed_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"testing/synctest"
@@ -68,5 +69,30 @@ func TestLimiterFindsTheKeyThatFilledAtTheCap(t *testing.T) {
 		}
 		require.Zero(t, refused, "new keys refused of %d while one key could be dropped", trials)
 		require.Equal(t, maxKeys, l.Len())
+	})
+}
+
+// A key whose line of waiting spends has ended can be dropped once its
+// bucket fills, and a new key at the cap finds it: the line's end lowers
+// the key's due, which its line had put off for good.
+func TestLimiterFindsAKeyWhoseLineEndedAtTheCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := keyed.MustNewLimiter(1, 1, keyed.WithMaxKeys(2))
+		require.True(t, l.TrySpend("a", 1))
+		require.True(t, l.TrySpend("b", 1))
+		done := make(chan error, 1)
+		go func() { done <- l.Spend(context.Background(), "a", 1) }() // a's line, served at 1 s
+		time.Sleep(500 * time.Millisecond)
+		require.False(t, l.TrySpend("c", 1), "both keys are mid-limit")
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		require.NoError(t, <-done) // a spent again at 1 s: full at 2 s; b full at 1 s
+		time.Sleep(900 * time.Millisecond)
+		require.True(t, l.TrySpend("c", 1), "b is full: c takes its place") // c full at 2.9 s
+		time.Sleep(600 * time.Millisecond)
+		require.True(t, l.TrySpend("d", 1), "at 2.5 s a, whose line has ended, is full")
+		_, present := l.Balance("a")
+		require.False(t, present)
+		require.NoError(t, keyed.CheckDue(l))
 	})
 }
