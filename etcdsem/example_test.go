@@ -132,11 +132,14 @@ func ExampleSemaphore_WaitIdle() {
 
 	_ = s.Close(ctx)
 	fmt.Println("waiter:", <-waiter)
+	released := make(chan struct{})
 	go func() {
+		defer close(released)
 		time.Sleep(10 * time.Millisecond)
 		inFlight.Release() // the last upload finishes
 	}()
 	fmt.Println("idle:", s.WaitIdle(ctx))
+	<-released // WaitIdle may see the release before its round trip returns
 	// Output:
 	// waiter: etcdsem: semaphore is closed
 	// idle: <nil>
