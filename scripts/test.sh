@@ -52,7 +52,7 @@ progress() {
 		if (field("Test") != "") next
 		if (action == "pass" || action == "skip") {
 			elapsed = ""
-			if (match($0, /"Elapsed":[0-9.]+/)) elapsed = substr($0, RSTART + 10, RLENGTH - 10) "s"
+			if (match($0, /"Elapsed":[0-9.e+-]+/)) elapsed = sprintf("%.1fs", substr($0, RSTART + 10, RLENGTH - 10) + 0)
 			printf "%-4s %s %s\n", (action == "pass" ? "ok" : "skip"), pkg, elapsed
 			delete out[pkg]
 		} else if (action == "fail" || action == "build-fail") {
