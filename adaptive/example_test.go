@@ -17,7 +17,7 @@ import (
 // while the limit allows, and the outcome recorded at the end teaches the
 // controller where the limit should be.
 func ExampleLimiter_TryAcquire() {
-	lim, err := adaptive.New(&adaptive.Gradient2{}, adaptive.WithLimits(1, 100, 2))
+	lim, err := adaptive.New(&adaptive.Gradient2{}, adaptive.WithLimits(2, 1, 100))
 	if err != nil {
 		panic(err)
 	}
@@ -37,7 +37,7 @@ func ExampleLimiter_TryAcquire() {
 // Wait for a slot instead of shedding: Acquire returns when a request
 // ends, or with the context's error.
 func ExampleLimiter_Acquire() {
-	lim, _ := adaptive.New(nil, adaptive.WithLimits(1, 10, 1))
+	lim, _ := adaptive.New(nil, adaptive.WithLimits(1, 1, 10))
 	defer lim.Close()
 
 	var first adaptive.Permit
@@ -64,7 +64,7 @@ func ExampleLimiter_Acquire() {
 // Publish a limiter's state for metrics: expvar serves it as JSON at
 // /debug/vars, next to the process's other variables.
 func ExampleLimiter_Stats() {
-	lim, _ := adaptive.New(&adaptive.AIMD{Timeout: 100 * time.Millisecond}, adaptive.WithLimits(1, 200, 20))
+	lim, _ := adaptive.New(&adaptive.AIMD{Timeout: 100 * time.Millisecond}, adaptive.WithLimits(20, 1, 200))
 	defer lim.Close()
 	expvar.Publish("api_limiter", expvar.Func(func() any { return lim.Stats() }))
 
@@ -115,7 +115,7 @@ func ExampleLimiter_Observe() {
 // An adaptive limit for an HTTP server: requests past the limit get 503
 // Service Unavailable at once, instead of queueing until they time out.
 func ExampleHandler() {
-	lim, _ := adaptive.New(&adaptive.Gradient2{}, adaptive.WithLimits(1, 500, 20))
+	lim, _ := adaptive.New(&adaptive.Gradient2{}, adaptive.WithLimits(20, 1, 500))
 	defer lim.Close()
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "hello")
@@ -145,7 +145,7 @@ func ExampleTransport() {
 	}))
 	defer srv.Close()
 
-	lim, _ := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(1, 100, 2))
+	lim, _ := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(2, 1, 100))
 	defer lim.Close()
 	client := &http.Client{Transport: &adaptive.Transport{Limiter: lim, Base: srv.Client().Transport}}
 	defer client.CloseIdleConnections()
@@ -176,7 +176,7 @@ func (stepDown) Next(limit float64, s adaptive.Sample) float64 {
 // Write a controller of your own: the limiter calls Next under its lock,
 // clamps the answer to its bounds and applies it.
 func ExampleController() {
-	lim, _ := adaptive.New(stepDown{}, adaptive.WithLimits(1, 10, 8))
+	lim, _ := adaptive.New(stepDown{}, adaptive.WithLimits(8, 1, 10))
 	defer lim.Close()
 	var p adaptive.Permit
 	for _, drop := range []bool{false, true, true, true, true} {

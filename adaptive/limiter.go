@@ -93,11 +93,12 @@ type config struct {
 	semOpts           []atomicsem.Option
 }
 
-// WithLimits sets the bounds of the limit: it starts at initial and stays
-// within [min, max]. New checks 1 ≤ min ≤ initial ≤ max ≤
+// WithLimits sets where the limit starts, initial, and the bounds it
+// stays within, [min, max]: the starting value first, as in
+// atomicsem.New(initial, max). New checks 1 ≤ min ≤ initial ≤ max ≤
 // atomicsem.MaxPermits.
-func WithLimits(min, max, initial int64) Option {
-	return func(c *config) { c.min, c.max, c.initial = min, max, initial }
+func WithLimits(initial, min, max int64) Option {
+	return func(c *config) { c.initial, c.min, c.max = initial, min, max }
 }
 
 // WithSemaphoreOptions passes options to the semaphore the Limiter builds,

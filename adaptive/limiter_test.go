@@ -24,10 +24,10 @@ func TestNewRejectsBadSettings(t *testing.T) {
 		opts []adaptive.Option
 		want error
 	}{
-		{"min zero", nil, []adaptive.Option{adaptive.WithLimits(0, 10, 5)}, adaptive.ErrInvalidLimits},
-		{"initial below min", nil, []adaptive.Option{adaptive.WithLimits(5, 10, 4)}, adaptive.ErrInvalidLimits},
-		{"initial above max", nil, []adaptive.Option{adaptive.WithLimits(1, 10, 11)}, adaptive.ErrInvalidLimits},
-		{"max above MaxPermits", nil, []adaptive.Option{adaptive.WithLimits(1, atomicsem.MaxPermits+1, 1)}, adaptive.ErrInvalidLimits},
+		{"min zero", nil, []adaptive.Option{adaptive.WithLimits(5, 0, 10)}, adaptive.ErrInvalidLimits},
+		{"initial below min", nil, []adaptive.Option{adaptive.WithLimits(4, 5, 10)}, adaptive.ErrInvalidLimits},
+		{"initial above max", nil, []adaptive.Option{adaptive.WithLimits(11, 1, 10)}, adaptive.ErrInvalidLimits},
+		{"max above MaxPermits", nil, []adaptive.Option{adaptive.WithLimits(1, 1, atomicsem.MaxPermits+1)}, adaptive.ErrInvalidLimits},
 		{"AIMD backoff 1", &adaptive.AIMD{Backoff: 1}, nil, adaptive.ErrInvalidController},
 		{"AIMD backoff 0.4", &adaptive.AIMD{Backoff: 0.4}, nil, adaptive.ErrInvalidController},
 		{"AIMD negative timeout", &adaptive.AIMD{Timeout: -time.Second}, nil, adaptive.ErrInvalidController},

@@ -413,7 +413,7 @@ func TestOutcomesMoveTheLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lim, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(1, 100, 20))
+			lim, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(20, 1, 100))
 			require.NoError(t, err)
 			defer lim.Close()
 			var client testgrpc.TestServiceClient

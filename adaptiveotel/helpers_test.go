@@ -33,7 +33,7 @@ func (c *pinned) Next(limit float64, _ adaptive.Sample) float64 {
 func newLimiter(t testing.TB, initial int64) (*adaptive.Limiter, *pinned) {
 	t.Helper()
 	ctrl := &pinned{}
-	lim, err := adaptive.New(ctrl, adaptive.WithLimits(1, 100, initial))
+	lim, err := adaptive.New(ctrl, adaptive.WithLimits(initial, 1, 100))
 	require.NoError(t, err)
 	t.Cleanup(lim.Close)
 	return lim, ctrl

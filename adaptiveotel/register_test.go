@@ -100,7 +100,7 @@ func TestRegisterReportsTheLimiter(t *testing.T) {
 // TestRealControllerMovesTheReportedLimit: with AIMD, a window of drops
 // lowers the reported limit.
 func TestRealControllerMovesTheReportedLimit(t *testing.T) {
-	lim, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(1, 100, 20))
+	lim, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(20, 1, 100))
 	require.NoError(t, err)
 	defer lim.Close()
 	provider, reader := newMeter(t)

@@ -26,14 +26,14 @@
 #             key against sync.Map, an LRU and go-limiter's store of
 #             per-key limiters, on a million keys; run with -cpu 1,2
 #             unless CPU says otherwise
-#   keyedmem  package keyed's memory (BenchmarkKeyed{NewKey,Heap,Attack}):
+#   keyedmem  package keyed's memory (BenchmarkKeyed{NewKey,Heap,Attack,AtCap}):
 #             a new key's cost, the heap per key, and the attack of ten
 #             million keys against a cap of 100,000
 #   keyedhttp keyed.Middleware against go-chi/httprate
 #             (BenchmarkKeyedHTTP), with -cpu 1,2
 #   rediscredit  the Redis credit backend against go-redis/redis_rate at 1,
 #             16 and 64 goroutines, on a redis-server the test binary
-#             starts (BenchmarkTrySpend in the rediscredit module; skipped
+#             starts (BenchmarkTrySpend in bench/rediscredit; skipped
 #             without redis-server, or REDIS_SERVER naming one)
 #
 # Environment:
@@ -79,7 +79,7 @@ group_pkg() {
 	core | credit | group | keyed | keyedmem | keyedhttp) echo . ;;
 	adaptive | adaptivehttp) echo ./adaptive ;;
 	etcdsem) echo ../etcdsem ;;
-	rediscredit) echo ../rediscredit ;;
+	rediscredit) echo ./rediscredit ;;
 	*) echo "run.sh: unknown group $1 (groups: ${ALL_GROUPS[*]})" >&2 && exit 2 ;;
 	esac
 }
@@ -92,7 +92,7 @@ group_pattern() {
 	adaptivehttp) echo '^BenchmarkHandler$' ;;
 	etcdsem) echo '^BenchmarkFleet$' ;;
 	keyed) echo '^BenchmarkKeyedRequest$' ;;
-	keyedmem) echo '^BenchmarkKeyed(NewKey|Heap|Attack)$' ;;
+	keyedmem) echo '^BenchmarkKeyed(NewKey|Heap|Attack|AtCap)$' ;;
 	keyedhttp) echo '^BenchmarkKeyedHTTP$' ;;
 	rediscredit) echo '^BenchmarkTrySpend$' ;;
 	esac
@@ -157,6 +157,9 @@ tables() {
 		echo
 		echo "### The attack: 10,000,000 new keys against a cap of 100,000"
 		"${BENCHSTAT[@]}" -filter '.name:KeyedAttack' -col /impl "$raw"
+		echo
+		echo "### A new key refused at the cap, every key mid-limit"
+		"${BENCHSTAT[@]}" -filter '.name:KeyedAtCap' -col /impl "$raw"
 		;;
 	keyedhttp) "${BENCHSTAT[@]}" -col '/impl@(httprate keyed)' "$raw" ;;
 	rediscredit) "${BENCHSTAT[@]}" -col '/impl@(redis_rate rediscredit ping)' "$raw" ;;

@@ -49,8 +49,9 @@
 // Err says why.
 //
 // It is a run-time error to pass New a nil context, session or Option, or
-// to call a method on a nil *Semaphore or with a nil context; the panic's
-// message begins "etcdsem: " and names the argument.
+// to call a method on a nil *Semaphore, on the zero Semaphore or with a
+// nil context; the panic's message begins "etcdsem: " and names the
+// argument.
 package etcdsem
 
 import (
@@ -520,11 +521,16 @@ func (s *Semaphore) lossContext() context.Context {
 	return s.live
 }
 
-// check panics, naming op, if s is nil or ctx is: both are caller bugs
-// that would otherwise fail far from the call.
+// check panics, naming op, if s is nil or the zero Semaphore, or if ctx is
+// nil: caller bugs that would otherwise fail far from the call (a zero
+// Semaphore's maximum is 0, so its Acquire would say the request exceeds
+// it).
 func (s *Semaphore) check(op string, ctx context.Context) {
 	if s == nil {
 		panic("etcdsem: " + op + " on a nil *Semaphore")
+	}
+	if s.session == nil {
+		panic("etcdsem: " + op + " on a zero Semaphore; make one with New")
 	}
 	if ctx == nil {
 		panic("etcdsem: " + op + " with a nil context")

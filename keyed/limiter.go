@@ -2,11 +2,11 @@ package keyed
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/credit"
+	"github.com/atomicsem/atomicsem/internal/errs"
 	"github.com/atomicsem/atomicsem/token"
 )
 
@@ -33,9 +33,10 @@ import (
 // synchronizes before the return of the spend or acquire of the same key
 // that takes it.
 //
-// A Limiter must be made with NewLimiter; the zero value is not usable.
+// A Limiter must be made with NewLimiter: the zero value is not usable,
+// and its methods panic.
 type Limiter struct {
-	t   table[*credit.State]
+	t   table[*limEntry]
 	cfg *credit.Config
 }
 
@@ -44,9 +45,11 @@ type Limiter struct {
 // only spends its first burst) or math.Inf(1) (no limit); WithMaxKeys sets
 // the cap on keys.
 //
-// NewLimiter returns credit.ErrInvalidRate (wrapped) for a negative or NaN
-// rate, credit.ErrInvalidBurst (wrapped) for a burst outside
-// [1, atomicsem.MaxPermits], and ErrInvalidMaxKeys for a cap below 1.
+// NewLimiter returns an error matching credit.ErrInvalidRate for a
+// negative or NaN rate, credit.ErrInvalidBurst for a burst outside
+// [1, atomicsem.MaxPermits] or one that takes credit.MaxFill or longer to
+// accrue, and ErrInvalidMaxKeys for a cap below 1. It panics if an option
+// is nil.
 func NewLimiter(rate float64, burst int64, opts ...Option) (*Limiter, error) {
 	o, err := makeOptions(opts)
 	if err != nil {
@@ -54,10 +57,12 @@ func NewLimiter(rate float64, burst int64, opts ...Option) (*Limiter, error) {
 	}
 	cfg, err := credit.NewConfig(rate, burst)
 	if err != nil {
-		return nil, err
+		return nil, errs.Reprefix("keyed", err)
 	}
 	l := &Limiter{cfg: cfg}
 	l.t.init(o.maxKeys, l.idle)
+	l.t.dropped = l.dropped
+	l.t.makeRoom = l.makeRoom
 	return l, nil
 }
 
@@ -77,17 +82,96 @@ func (l *Limiter) valid() {
 	if l == nil {
 		panic("keyed: method called on a nil *Limiter")
 	}
+	if l.cfg == nil {
+		panic("keyed: method called on a zero Limiter; make one with NewLimiter")
+	}
 }
 
-func newState() *credit.State { return new(credit.State) } // a full bucket
+// newEntry returns a new key's entry: a full bucket, not yet in its
+// shard's heap.
+func newEntry() *limEntry { return &limEntry{pos: -1} }
 
-// idle reports whether key's state st is indistinguishable from a new one:
+// idle reports whether key's entry e is indistinguishable from a new one:
 // full, nothing reserved, nobody waiting. It requires that s is locked.
-func (l *Limiter) idle(s *shard[*credit.State], key string, st *credit.State) bool {
+func (l *Limiter) idle(s *shard[*limEntry], key string, e *limEntry) bool {
 	if s.lines[key] != nil {
 		return false
 	}
-	return st.Full(l.cfg, l.cfg.Now())
+	return e.st.Full(l.cfg, l.cfg.Now())
+}
+
+// dropped takes e, which the table has dropped, out of s's heap. It
+// requires that s is locked.
+func (l *Limiter) dropped(s *shard[*limEntry], e *limEntry) {
+	s.due.remove(e)
+	s.dueTop.Store(s.due.top())
+}
+
+// dueOf returns the moment from which e can be dropped, as of now, or
+// never while credit is reserved from it or a line waits on it (each of
+// which lowers its due when it ends). It requires that s is locked.
+func (l *Limiter) dueOf(s *shard[*limEntry], e *limEntry, now int64) int64 {
+	if s.lines[e.key] != nil || e.st.Reserved() != 0 {
+		return never
+	}
+	if d, ok := e.st.Wait(l.cfg, now, l.cfg.Burst()); ok {
+		return now + int64(d)
+	}
+	return never
+}
+
+// lowerDue makes e's due now, if it is later, after a change that can make
+// e droppable sooner. It requires that s is locked.
+func (l *Limiter) lowerDue(s *shard[*limEntry], e *limEntry, now int64) {
+	if e.due > now {
+		s.due.setDue(e, now)
+		s.dueTop.Store(s.due.top())
+	}
+}
+
+// makeRoom drops the droppable entries at the heads of the shards' heaps,
+// shard by shard from the cursor, until a shard yields one, and reports
+// whether it dropped any. It takes one shard's lock at a time, and only
+// those of shards whose head is due. A shard's heap holds every entry, and
+// an entry's due is never after the moment it can be dropped, so it
+// reports false only if no entry could be dropped when it looked at each
+// shard.
+func (l *Limiter) makeRoom() bool {
+	now := l.cfg.Now()
+	start := l.t.cursor.Add(1)
+	for i := range uint32(numShards) {
+		s := &l.t.shards[(start+i)%numShards]
+		if s.dueTop.Load() > now {
+			continue
+		}
+		s.mu.Lock()
+		n := l.dropDue(s, now)
+		s.mu.Unlock()
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// dropDue looks at the entries of s whose due has come, head first: it
+// drops those that can be dropped, gives the others their exact due, and
+// returns how many it dropped. It requires that s is locked.
+func (l *Limiter) dropDue(s *shard[*limEntry], now int64) int {
+	dropped := 0
+	for len(s.due) > 0 && s.due[0].due <= now {
+		e := s.due[0]
+		if l.idle(s, e.key, e) {
+			delete(s.m, e.key)
+			s.due.remove(e)
+			dropped++
+			continue
+		}
+		s.due.setDue(e, l.dueOf(s, e, now))
+	}
+	l.t.count.Add(int64(-dropped))
+	s.dueTop.Store(s.due.top())
+	return dropped
 }
 
 // checkRequest returns the error for a request of n credits that no wait
@@ -95,26 +179,38 @@ func (l *Limiter) idle(s *shard[*credit.State], key string, st *credit.State) bo
 func (l *Limiter) checkRequest(n int64) error {
 	switch {
 	case n < 0:
-		return fmt.Errorf("%w: keyed: a request for %d credits", atomicsem.ErrInvalidPermits, n)
+		return errs.Errorf(atomicsem.ErrInvalidPermits, "keyed: a request for %d credits", n)
 	case n > l.cfg.Burst():
-		return fmt.Errorf("%w: keyed: %d credits exceed the burst of %d", atomicsem.ErrExceedsMax, n, l.cfg.Burst())
+		return errs.Errorf(atomicsem.ErrExceedsMax, "keyed: %d credits exceed the burst of %d", n, l.cfg.Burst())
 	}
 	return nil
 }
 
 // lock locks key's shard and returns it with key's state, inserting a new
-// state if key is absent. On ErrTooManyKeys the shard is unlocked.
-func (l *Limiter) lock(key string) (*shard[*credit.State], *credit.State, error) {
+// entry if key is absent. On ErrTooManyKeys the shard is unlocked.
+func (l *Limiter) lock(key string) (*shard[*limEntry], *credit.State, error) {
 	sh := l.t.shardOf(key)
 	sh.mu.Lock()
-	if st, ok := sh.m[key]; ok {
-		return sh, st, nil
+	if e, ok := sh.m[key]; ok {
+		return sh, &e.st, nil
 	}
-	st, err := l.t.insert(sh, key, newState)
+	return l.lockNew(sh, key)
+}
+
+// lockNew is lock for a key that was absent, outlined so that the path
+// for a key present stays small. It requires that sh is locked.
+func (l *Limiter) lockNew(sh *shard[*limEntry], key string) (*shard[*limEntry], *credit.State, error) {
+	e, err := l.t.insert(sh, key, newEntry)
 	if err != nil {
 		sh.mu.Unlock()
+		return sh, nil, err
 	}
-	return sh, st, err
+	if e.pos < 0 { // new: full, and so droppable from now
+		e.key, e.due = key, l.cfg.Now()
+		sh.due.push(e)
+		sh.dueTop.Store(sh.due.top())
+	}
+	return sh, &e.st, nil
 }
 
 // TrySpend takes n credits from key's bucket for good if its balance
@@ -239,8 +335,11 @@ func (l *Limiter) take(ctx context.Context, key string, n int64, reserve bool) (
 type Decision struct {
 	Spent   bool  // the credits were taken
 	Balance int64 // the key's credit left
-	// RetryIn is, when Spent is false, how long until accrual alone
-	// covers the request: -1 if it never does (at a rate of zero).
+	// RetryIn is, when Spent is false, how long until accrual covers the
+	// request after the credit that the key's waiting Spend and Acquire
+	// calls are owed, counting the credit reserved from the key as spent:
+	// positive, and -1 if accrual never covers it (at a rate of zero).
+	// Credit given back by a reservation can only make the wait shorter.
 	RetryIn time.Duration
 	// FullIn is how long until the key's balance is the burst less the
 	// credit reserved: -1 if it never is (at a rate of zero).
@@ -269,11 +368,43 @@ func (l *Limiter) Take(key string, n int64) (Decision, error) {
 	}
 	d.Balance = st.Balance(l.cfg, now)
 	if !d.Spent {
-		d.RetryIn = l.waitFor(st, now, n)
+		d.RetryIn = l.retryIn(sh.lines[key], st, now, n)
 	}
 	d.FullIn = l.waitFor(st, now, l.cfg.Burst()-st.Reserved())
 	sh.mu.Unlock()
 	return d, nil
+}
+
+// retryIn returns how long from now until accrual covers n credits after
+// those that line waits for, with st's reserved credit counted as spent:
+// at least a nanosecond, or -1 if accrual never covers them. It requires
+// that the key's shard is locked.
+func (l *Limiter) retryIn(line *waitLine, st *credit.State, now, n int64) time.Duration {
+	need := n
+	if line != nil {
+		for w := line.head; w != nil; w = w.next {
+			need += w.n
+		}
+	}
+	t := *st
+	if r := t.Reserved(); r != 0 {
+		t.Forget(l.cfg, now, r)
+	}
+	burst := l.cfg.Burst()
+	first := min(need, burst)
+	d := l.waitFor(&t, now, first)
+	if d < 0 {
+		return -1
+	}
+	if more := need - first; more > 0 {
+		// The waiters take credit as it accrues, so it goes on accruing
+		// past the burst: whole fills of the burst, then the rest.
+		var empty credit.State
+		empty.TrySpend(l.cfg, now, burst)
+		full := l.waitFor(&empty, now, burst)
+		d += time.Duration(more/burst)*full + l.waitFor(&empty, now, more%burst)
+	}
+	return max(d, time.Nanosecond)
 }
 
 // waitFor returns how long from now until accrual raises st's balance to
@@ -302,8 +433,8 @@ func (l *Limiter) Balance(key string) (int64, bool) {
 	sh := l.t.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if st, ok := sh.m[key]; ok {
-		return st.Balance(l.cfg, l.cfg.Now()), true
+	if e, ok := sh.m[key]; ok {
+		return e.st.Balance(l.cfg, l.cfg.Now()), true
 	}
 	return l.cfg.Burst(), false
 }
@@ -346,15 +477,17 @@ func (l *Limiter) settle(key string, n int64, back bool) {
 	sh := l.t.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	st, ok := sh.m[key]
+	e, ok := sh.m[key]
 	if !ok {
 		return // unreachable: see reservation
 	}
+	now := l.cfg.Now()
 	if back {
-		st.Release(l.cfg, l.cfg.Now(), n)
+		e.st.Release(l.cfg, now, n)
 	} else {
-		st.Forget(l.cfg, l.cfg.Now(), n)
+		e.st.Forget(l.cfg, now, n)
 	}
+	l.lowerDue(sh, e, now)
 	if line := sh.lines[key]; line != nil {
 		line.head.poke()
 	}

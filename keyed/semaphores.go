@@ -2,11 +2,11 @@ package keyed
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/internal/errs"
 	"github.com/atomicsem/atomicsem/token"
 )
 
@@ -27,8 +27,8 @@ import (
 // return of the Acquire or TryAcquire of the same key that obtains the
 // released permits.
 //
-// A Semaphores must be made with NewSemaphores; the zero value is not
-// usable.
+// A Semaphores must be made with NewSemaphores: the zero value is not
+// usable, and its methods panic.
 type Semaphores struct {
 	t        table[*semEntry]
 	setMu    sync.Mutex   // serializes SetLimit
@@ -52,20 +52,21 @@ type semEntry struct {
 // permits. WithMaxLimit sets how far SetLimit and SetKeyLimit may raise a
 // limit later, limit itself by default; WithMaxKeys sets the cap on keys.
 //
-// NewSemaphores returns atomicsem.ErrInvalidPermits (wrapped) unless
-// 0 ≤ limit ≤ max ≤ atomicsem.MaxPermits, and ErrInvalidMaxKeys for a cap
-// below 1.
+// NewSemaphores returns an error matching atomicsem.ErrInvalidPermits
+// unless 0 ≤ limit ≤ max ≤ atomicsem.MaxPermits (a negative WithMaxLimit
+// included), and ErrInvalidMaxKeys for a cap below 1. It panics if an
+// option is nil.
 func NewSemaphores(limit int64, opts ...Option) (*Semaphores, error) {
 	o, err := makeOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	if o.maxLimit < 0 {
+	if !o.hasMaxLimit {
 		o.maxLimit = limit
 	}
 	if limit < 0 || limit > o.maxLimit || o.maxLimit > atomicsem.MaxPermits {
-		return nil, fmt.Errorf("%w: keyed: NewSemaphores(%d) with max %d needs 0 ≤ limit ≤ max ≤ %d",
-			atomicsem.ErrInvalidPermits, limit, o.maxLimit, atomicsem.MaxPermits)
+		return nil, errs.Errorf(atomicsem.ErrInvalidPermits, "keyed: NewSemaphores(%d) with max %d needs 0 ≤ limit ≤ max ≤ %d",
+			limit, o.maxLimit, atomicsem.MaxPermits)
 	}
 	s := &Semaphores{maxLimit: o.maxLimit}
 	s.limit.Store(limit)
@@ -78,13 +79,17 @@ func NewSemaphores(limit int64, opts ...Option) (*Semaphores, error) {
 // fails at once with atomicsem.ErrExceedsMax. Without it the maximum is the
 // limit given to NewSemaphores. It has no effect on a Limiter.
 func WithMaxLimit(max int64) Option {
-	return func(o *options) { o.maxLimit = max }
+	return func(o *options) { o.maxLimit, o.hasMaxLimit = max, true }
 }
 
-// valid panics if s is nil, so that misuse fails with the package's name.
+// valid panics if s is nil or the zero Semaphores, so that misuse fails
+// with the package's name.
 func (s *Semaphores) valid() {
 	if s == nil {
 		panic("keyed: method called on a nil *Semaphores")
+	}
+	if s.t.max == 0 {
+		panic("keyed: method called on a zero Semaphores; make one with NewSemaphores")
 	}
 }
 
@@ -92,10 +97,10 @@ func (s *Semaphores) valid() {
 // of n permits, before any entry is made for it.
 func (s *Semaphores) checkRequest(n int64) error {
 	if n < 0 || n > atomicsem.MaxPermits {
-		return fmt.Errorf("%w: keyed: requested %d", atomicsem.ErrInvalidPermits, n)
+		return errs.Errorf(atomicsem.ErrInvalidPermits, "keyed: requested %d", n)
 	}
 	if n > s.maxLimit {
-		return fmt.Errorf("%w: keyed: requested %d, max %d", atomicsem.ErrExceedsMax, n, s.maxLimit)
+		return errs.Errorf(atomicsem.ErrExceedsMax, "keyed: requested %d, max %d", n, s.maxLimit)
 	}
 	return nil
 }
@@ -228,10 +233,10 @@ func (s *Semaphores) SetLimit(limit int64) error {
 
 func (s *Semaphores) checkLimit(limit int64) error {
 	if limit < 0 {
-		return fmt.Errorf("%w: keyed: limit %d", atomicsem.ErrInvalidPermits, limit)
+		return errs.Errorf(atomicsem.ErrInvalidPermits, "keyed: limit %d", limit)
 	}
 	if limit > s.maxLimit {
-		return fmt.Errorf("%w: keyed: limit %d, max %d", atomicsem.ErrExceedsMax, limit, s.maxLimit)
+		return errs.Errorf(atomicsem.ErrExceedsMax, "keyed: limit %d, max %d", limit, s.maxLimit)
 	}
 	return nil
 }

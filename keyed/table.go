@@ -10,14 +10,19 @@ import (
 // enough that two cores rarely want the same shard's lock at once.
 const numShards = 256
 
-// sampleAtCap is how many entries an insert that finds the table full
-// looks at, first in its own shard and then in others, to drop those
+// sampleAtCap is how many entries an insert that finds a Semaphores table
+// full looks at, first in its own shard and then in others, to drop those
 // indistinguishable from new ones before it refuses the key. The table
 // drops nothing below its cap, since an entry dropped and made again costs
 // more than one kept; at the cap it drops as many as it finds among these,
 // so that the inserts after it find room at once. The number bounds the
-// work a flood of new keys can cause per refused key.
+// work a flood of new keys can cause per refused key. (A Limiter finds
+// its droppable entries without sampling: see due.go.)
 const sampleAtCap = 64
+
+// roomTries bounds how often an insert at the cap makes room and then
+// finds it taken by other inserts before it gives up.
+const roomTries = 4
 
 // table maps keys to values of type V, in shards. Values are made by the
 // caller and dropped by the table when idle reports that they are
@@ -37,6 +42,13 @@ type table[V any] struct {
 	// idle reports whether key's value v can be dropped without changing
 	// an answer. It is called with key's shard s locked.
 	idle func(s *shard[V], key string, v V) bool
+	// dropped, if set, is told of each value the table drops, with its
+	// shard locked.
+	dropped func(s *shard[V], v V)
+	// makeRoom, if set, replaces the sampling at the cap: called with no
+	// shard locked, it drops values that can be dropped and reports
+	// whether it dropped any.
+	makeRoom func() bool
 }
 
 type shard[V any] struct {
@@ -45,12 +57,21 @@ type shard[V any] struct {
 	// lines holds the keys that callers wait on, for a table whose values
 	// do not record it themselves (Limiter's). Guarded by mu.
 	lines map[string]*waitLine
+	// due is a Limiter's entries by the moment they may be dropped (see
+	// due.go). Guarded by mu.
+	due dueHeap
+	// dueTop is due's head's due, or never; written under mu, read
+	// without it.
+	dueTop atomic.Int64
 }
 
 func (t *table[V]) init(max int64, idle func(*shard[V], string, V) bool) {
 	t.seed = maphash.MakeSeed()
 	t.max = max
 	t.idle = idle
+	for i := range t.shards {
+		t.shards[i].dueTop.Store(never)
+	}
 }
 
 // shardOf returns the shard that holds key.
@@ -59,19 +80,40 @@ func (t *table[V]) shardOf(key string) *shard[V] {
 }
 
 // insert returns key's value, made with mk if key is absent. It requires
-// that s, key's shard, is locked. It returns ErrTooManyKeys, changing
+// that s, key's shard, is locked; with makeRoom set, it lets s go and takes
+// it again if the table is full. It returns ErrTooManyKeys, changing
 // nothing but the keys it dropped, if the table is full and none of the
-// keys it looked at could be dropped.
+// keys it looked at could be dropped (with makeRoom, none at all, or the
+// room it made went to other keys roomTries times over).
 func (t *table[V]) insert(s *shard[V], key string, mk func() V) (V, error) {
 	if v, ok := s.m[key]; ok {
 		return v, nil
 	}
 	if !t.reserve() {
-		// The table is full: look harder, in this shard and then in
-		// others, and refuse the key if that frees nothing.
-		if t.drop(s, sampleAtCap) == 0 && t.dropElsewhere(s) == 0 || !t.reserve() {
-			var zero V
-			return zero, ErrTooManyKeys
+		var zero V
+		if t.makeRoom == nil {
+			// The table is full: look harder, in this shard and then in
+			// others, and refuse the key if that frees nothing.
+			if t.drop(s, sampleAtCap) == 0 && t.dropElsewhere(s) == 0 || !t.reserve() {
+				return zero, ErrTooManyKeys
+			}
+		} else {
+			// makeRoom takes other shards' locks, so s is let go
+			// meanwhile, and key may be there when it is taken again.
+			for try := 0; ; try++ {
+				s.mu.Unlock()
+				made := t.makeRoom()
+				s.mu.Lock()
+				if v, ok := s.m[key]; ok {
+					return v, nil
+				}
+				if t.reserve() {
+					break
+				}
+				if !made || try == roomTries {
+					return zero, ErrTooManyKeys
+				}
+			}
 		}
 	}
 	if s.m == nil {
@@ -108,6 +150,9 @@ func (t *table[V]) drop(s *shard[V], budget int) int {
 		budget--
 		if t.idle(s, k, v) {
 			delete(s.m, k)
+			if t.dropped != nil {
+				t.dropped(s, v)
+			}
 			dropped++
 		}
 	}

@@ -35,6 +35,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -42,25 +44,23 @@ import (
 
 	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/credit"
+	"github.com/atomicsem/atomicsem/internal/errs"
 )
 
 // MaxBurst is the largest burst a Limiter takes: the script's arithmetic
 // on the balance is exact in float64 up to it.
 const MaxBurst = 1 << 40
 
-var (
-	// ErrUnavailable is returned (wrapped, with the cause) when Redis does
-	// not answer: no connection, a timeout, or a server not ready to serve.
-	ErrUnavailable = errors.New("rediscredit: redis unavailable")
-	// ErrEmptyKey is returned for an empty key.
-	ErrEmptyKey = errors.New("rediscredit: empty key")
-)
+// ErrUnavailable is returned (wrapped, with the cause) when Redis does not
+// answer: no connection, a timeout, or a server not ready to serve.
+var ErrUnavailable = errors.New("rediscredit: redis unavailable")
 
 // A Limiter spends credit from buckets kept in Redis, one per key. Its
 // methods are safe for concurrent use, and any number of Limiters, in any
 // number of processes, may share the buckets.
 //
-// A Limiter must be made with New; the zero value is not usable.
+// A Limiter must be made with New: the zero value is not usable, and its
+// methods panic.
 type Limiter struct {
 	client redis.Scripter
 	proc   processor // client, if it runs any command; nil: through Scripter
@@ -106,25 +106,31 @@ func WithFallback(share float64) Option {
 // New returns a Limiter of buckets that accrue rate credits per second up
 // to burst, kept in Redis through client (a *redis.Client, a
 // *redis.ClusterClient or a *redis.Ring). A bucket not yet in Redis is
-// full.
+// full. rate may be 0 (a bucket only spends what it holds) or math.Inf(1)
+// (no limit: a bucket is full at every call, less what is reserved).
 //
-// New returns an error matching credit.ErrInvalidRate for a rate that is
-// negative, NaN or infinite, credit.ErrInvalidBurst for a burst outside
-// [1, MaxBurst], and the option's error for an invalid option. It sends
-// nothing to Redis. It is a run-time error if client is nil.
+// New returns an error matching credit.ErrInvalidRate for a negative or
+// NaN rate, credit.ErrInvalidBurst for a burst outside [1, MaxBurst] or one
+// that takes credit.MaxFill or longer to accrue at the rate (as credit.New
+// does), and the option's error for an invalid option. It sends nothing to
+// Redis. It is a run-time error if client is nil (a nil interface, or a nil
+// *redis.Client or other pointer in it) or an option is nil.
 func New(client redis.Scripter, rate float64, burst int64, opts ...Option) (*Limiter, error) {
-	if client == nil {
+	if isNil(client) {
 		panic("rediscredit: nil client")
 	}
-	if err := checkRate(rate); err != nil {
-		return nil, err
-	}
 	if burst < 1 || burst > MaxBurst {
-		return nil, fmt.Errorf("rediscredit: %w: burst %d is outside [1, %d]", credit.ErrInvalidBurst, burst, int64(MaxBurst))
+		return nil, errs.Errorf(credit.ErrInvalidBurst, "rediscredit: invalid burst: %d is outside [1, %d]", burst, int64(MaxBurst))
+	}
+	if err := checkRate(rate, burst, credit.ErrInvalidBurst); err != nil {
+		return nil, err
 	}
 	l := &Limiter{client: client, burst: burst, hold: time.Minute}
 	l.proc, _ = client.(processor)
 	for _, opt := range opts {
+		if opt == nil {
+			panic("rediscredit: nil Option")
+		}
 		if err := opt(l); err != nil {
 			return nil, err
 		}
@@ -133,9 +139,44 @@ func New(client redis.Scripter, rate float64, burst int64, opts ...Option) (*Lim
 	return l, nil
 }
 
-func checkRate(rate float64) error {
-	if !(rate >= 0) || math.IsInf(rate, 1) {
-		return fmt.Errorf("rediscredit: %w: %v credits per second", credit.ErrInvalidRate, rate)
+// isNil reports whether c is nil or holds a nil pointer, as a
+// (*redis.Client)(nil) passed for the interface does.
+func isNil(c redis.Scripter) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Func, reflect.Slice, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
+// checkRate returns an error matching credit.ErrInvalidRate for a negative
+// or NaN rate, and fill, wrapped, if burst takes credit.MaxFill or longer
+// to accrue at the rate: credit's rule, so that the same configuration is
+// refused by both. A burst within credit's range is checked by credit
+// itself; a larger one by the same rule in floating point, where a rate
+// below one credit in 63 years accrues nothing in credit and so has no
+// fill time.
+func checkRate(rate float64, burst int64, fill error) error {
+	if !(rate >= 0) {
+		return errs.Errorf(credit.ErrInvalidRate, "rediscredit: invalid rate: %v credits per second", rate)
+	}
+	if burst <= atomicsem.MaxPermits {
+		if _, err := credit.NewConfig(rate, burst); err != nil {
+			if errors.Is(err, credit.ErrInvalidBurst) && fill != credit.ErrInvalidBurst {
+				err = errs.Errorf(fill, "%s", strings.Replace(err.Error(), "invalid burst", "invalid rate", 1))
+			}
+			return errs.Reprefix("rediscredit", err)
+		}
+		return nil
+	}
+	const zeroBelow = 1 / (2e9) // credit's: below one credit in 2·10⁹ s
+	if rate >= zeroBelow && !math.IsInf(rate, 1) && float64(burst)/rate*1e9 >= float64(credit.MaxFill) {
+		return errs.Errorf(fill, "rediscredit: a burst of %d takes %.3g years to accrue at %v credits per second, more than credit.MaxFill",
+			burst, float64(burst)/rate/(365.25*24*3600), rate)
 	}
 	return nil
 }
@@ -158,10 +199,21 @@ func (l *Limiter) newRate(f float64) *rate {
 }
 
 // Rate returns the rate, in credits per second, as last set.
-func (l *Limiter) Rate() float64 { return l.rate.Load().f }
+func (l *Limiter) Rate() float64 { l.valid("Rate"); return l.rate.Load().f }
 
 // Burst returns the burst.
-func (l *Limiter) Burst() int64 { return l.burst }
+func (l *Limiter) Burst() int64 { l.valid("Burst"); return l.burst }
+
+// valid panics, naming op, if l is nil or the zero Limiter: caller bugs
+// that would otherwise fail as a nil dereference far from the call.
+func (l *Limiter) valid(op string) {
+	if l == nil {
+		panic("rediscredit: " + op + " on a nil *Limiter")
+	}
+	if l.client == nil {
+		panic("rediscredit: " + op + " on a zero Limiter; make one with New")
+	}
+}
 
 // SetRate changes the rate of this Limiter's buckets. Each key takes the new
 // rate at its next call through this Limiter, with its accrual up to that
@@ -170,10 +222,12 @@ func (l *Limiter) Burst() int64 { return l.burst }
 // keys should set the same rate: a key accrues at the rate of the last
 // Limiter that called it.
 //
-// SetRate returns an error matching credit.ErrInvalidRate for a negative,
-// NaN or infinite rate, changing nothing. It sends nothing to Redis.
+// SetRate returns an error matching credit.ErrInvalidRate for a negative
+// or NaN rate, and for one at which the burst takes credit.MaxFill or
+// longer to accrue, changing nothing. It sends nothing to Redis.
 func (l *Limiter) SetRate(rate float64) error {
-	if err := checkRate(rate); err != nil {
+	l.valid("SetRate")
+	if err := checkRate(rate, l.burst, credit.ErrInvalidRate); err != nil {
 		return err
 	}
 	l.rate.Store(l.newRate(rate))
@@ -207,37 +261,58 @@ func (r reply) result() Result {
 	return Result{OK: r.ok != 0, Wait: r.wait, Balance: r.avail, Reserved: r.held, Time: r.now}
 }
 
-// check validates a request for n credits on key, before any round trip.
-func (l *Limiter) check(ctx context.Context, key string, n int64) error {
+// check validates a request for n credits, before any round trip.
+func (l *Limiter) check(op string, ctx context.Context, n int64) error {
+	l.valid(op)
 	if ctx == nil {
 		panic("rediscredit: nil Context")
 	}
 	switch {
-	case key == "":
-		return ErrEmptyKey
-	case n < 1:
-		return fmt.Errorf("rediscredit: a request for %d credits (%w)", n, atomicsem.ErrInvalidPermits)
+	case n < 0:
+		return errs.Errorf(atomicsem.ErrInvalidPermits, "rediscredit: a request for %d credits", n)
 	case n > l.burst:
-		return fmt.Errorf("rediscredit: %d credits exceed the burst of %d (%w)", n, l.burst, atomicsem.ErrExceedsMax)
+		return errs.Errorf(atomicsem.ErrExceedsMax, "rediscredit: %d credits exceed the burst of %d", n, l.burst)
 	}
 	return ctx.Err()
+}
+
+// nothing answers a request for no credit: it succeeds, spending nothing,
+// with the bucket's state in one round trip (Stats's), or the fallback's
+// if Redis is unavailable and the Limiter falls back.
+func (l *Limiter) nothing(ctx context.Context, key string) (Result, error) {
+	r, err := l.run(ctx, opStats, key, 0, 0, -1)
+	if err != nil {
+		if l.local != nil && errors.Is(err, ErrUnavailable) {
+			return l.local.trySpend(l, key, 0), nil
+		}
+		return Result{}, err
+	}
+	l.local.recovered()
+	res := r.result()
+	res.OK = true
+	return res, nil
 }
 
 // TrySpend takes n credits from key's bucket for good if its balance covers
 // them now: one round trip. The Result says whether it did and, if not,
 // how long until accrual would cover them.
 //
+// TrySpend(ctx, key, 0) succeeds, spending nothing, and reports the
+// bucket's state. Any key names a bucket, the empty key included.
+//
 // TrySpend returns an error, spending nothing, before any round trip for
-// an empty key (ErrEmptyKey), for n < 1 (matching
-// atomicsem.ErrInvalidPermits) or n above the burst (matching
-// atomicsem.ErrExceedsMax), and for a done ctx (ctx.Err()); after one, it
-// returns an error matching ErrUnavailable if Redis did not answer (unless
-// the Limiter falls back), ctx.Err() if ctx ended the call, and Redis's
-// error reply if the key holds something else. It is a run-time error if
-// ctx is nil.
+// n < 0 (matching atomicsem.ErrInvalidPermits) or n above the burst
+// (matching atomicsem.ErrExceedsMax), and for a done ctx (ctx.Err());
+// after one, it returns an error matching ErrUnavailable if Redis did not
+// answer (unless the Limiter falls back), ctx.Err() if ctx ended the call,
+// and Redis's error reply if the key holds something else. It is a
+// run-time error if ctx is nil.
 func (l *Limiter) TrySpend(ctx context.Context, key string, n int64) (Result, error) {
-	if err := l.check(ctx, key, n); err != nil {
+	if err := l.check("TrySpend", ctx, n); err != nil {
 		return Result{}, err
+	}
+	if n == 0 {
+		return l.nothing(ctx, key)
 	}
 	r, err := l.run(ctx, opSpend, key, n, 0, -1)
 	if err != nil {
@@ -265,10 +340,14 @@ func (l *Limiter) TrySpend(ctx context.Context, key string, n int64) (Result, er
 // again at intervals of one period of the rate (between a millisecond and
 // a second).
 //
-// Spend fails as TrySpend does, spending nothing.
+// Spend fails as TrySpend does, spending nothing; Spend(ctx, key, 0)
+// returns at once as TrySpend(ctx, key, 0) does.
 func (l *Limiter) Spend(ctx context.Context, key string, n int64) (Result, error) {
-	if err := l.check(ctx, key, n); err != nil {
+	if err := l.check("Spend", ctx, n); err != nil {
 		return Result{}, err
+	}
+	if n == 0 {
+		return l.nothing(ctx, key)
 	}
 	for {
 		limit := int64(-1)
@@ -342,7 +421,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // Stats mints the accrual due on key's bucket and returns its state, in one
 // round trip; Result.OK is true. It fails as TrySpend does, but takes no n.
 func (l *Limiter) Stats(ctx context.Context, key string) (Result, error) {
-	if err := l.check(ctx, key, 1); err != nil {
+	if err := l.check("Stats", ctx, 0); err != nil {
 		return Result{}, err
 	}
 	r, err := l.run(ctx, opStats, key, 0, 0, -1)

@@ -21,7 +21,8 @@ import (
 //   - origin: the server time, in microseconds, from which accrual runs;
 //     -1 while the bucket is full and nothing accrues.
 //   - minted: the credits added since origin.
-//   - rate: the rate the bucket accrues at, in credits per second.
+//   - rate: the rate the bucket accrues at, in credits per second; +Inf
+//     for no limit, at which the bucket is full at every call.
 //
 // Every field but rate holds a whole number below 2⁵³, exact in a float64.
 // Invariants, after every call:
@@ -106,6 +107,15 @@ if rate ~= was then
   was = rate
 end
 
+-- An unlimited rate: the bucket is full at every look, less what is
+-- reserved (and again after the operation, below).
+local unlimited = was == math.huge
+if unlimited then
+  avail = burst - held
+  origin = -1
+  minted = 0
+end
+
 -- The request's wait, for a request the balance does not cover: the
 -- microseconds until accrual alone covers n, or -1 if it never will.
 local ok, w = 0, 0
@@ -178,6 +188,12 @@ elseif op == 'settle' then
     origin = now
     minted = 0
   end
+end
+
+if unlimited then
+  avail = burst - held
+  origin = -1
+  minted = 0
 end
 
 if origin < 0 and held == 0 then

@@ -29,7 +29,7 @@ func BenchmarkHandler(b *testing.B) {
 	}{
 		{"bare", func(_ *testing.B, h http.Handler) http.Handler { return h }},
 		{"adaptive", func(b *testing.B, h http.Handler) http.Handler {
-			lim, err := adaptive.New(nil, adaptive.WithLimits(100, 1000, 500))
+			lim, err := adaptive.New(nil, adaptive.WithLimits(500, 100, 1000))
 			if err != nil {
 				b.Fatal(err)
 			}

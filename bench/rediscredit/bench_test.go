@@ -1,4 +1,4 @@
-package rediscredit_test
+package rediscreditbench_test
 
 import (
 	"context"
