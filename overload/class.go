@@ -70,8 +70,8 @@ type classConfig struct {
 	prevCum  int64
 	// maxShare is the fixed-point MaxShare, at least the class's own share.
 	maxShare int64
-	unit   word // what one permit adds to the word
-	block  word // the bit that sends the class's arrivals to the lock
+	unit     word // what one permit adds to the word
+	block    word // the bit that sends the class's arrivals to the lock
 }
 
 // ceilingAt returns the most permits class c may hold at limit L,
