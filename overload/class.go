@@ -37,7 +37,8 @@ type Class struct {
 	// be distinct and not empty.
 	Name string
 	// Share is the fraction of the limit guaranteed to the class: its
-	// reserve is about Share × limit permits (see Gate for the rounding).
+	// reserve is about Share × limit permits (see Gate for the rounding;
+	// shares are kept in 2^-32ths, rounded down).
 	// While the class holds less than its reserve, its waiters are served
 	// before anyone who would hold more than their own, and nobody else
 	// is admitted while they wait. A reserve the class does not use is
@@ -52,10 +53,14 @@ type Class struct {
 }
 
 // shareOne is the fixed-point unit of shares: a share s is kept as
-// round(s × shareOne), so that reserves and ceilings are computed in
-// integers, exactly and alike on every platform.
+// ⌊s × shareOne⌋, so that reserves and ceilings are computed in integers,
+// exactly and alike on every platform. Rounding down makes a share written
+// in decimal, whose float64 is a hair above or below it, give the reserve
+// the decimal says (0.8 of 100 is 80, not 81); 2^32 keeps the error below a
+// quarter of a permit at the largest limit, and share × limit within
+// int64.
 const (
-	shareBits = 16
+	shareBits = 32
 	shareOne  = 1 << shareBits
 )
 
@@ -119,7 +124,7 @@ func buildClasses(classes []Class, l *layout) ([MaxClasses]classConfig, error) {
 		if c > 0 {
 			prev = out[c-1].cumShare
 		}
-		cum := int64(math.Round(sum * shareOne))
+		cum := int64(math.Floor(sum * shareOne))
 		if cum > shareOne {
 			if sum > 1+1e-9 {
 				return out, fmt.Errorf("%w: the shares add up to %v, more than 1", ErrInvalidClasses, sum)
@@ -128,7 +133,7 @@ func buildClasses(classes []Class, l *layout) ([MaxClasses]classConfig, error) {
 		}
 		ms := int64(shareOne)
 		if cl.MaxShare != 0 {
-			ms = max(int64(math.Round(cl.MaxShare*shareOne)), cum-prev)
+			ms = max(int64(math.Floor(cl.MaxShare*shareOne)), cum-prev)
 		}
 		out[c] = classConfig{
 			name:     cl.Name,

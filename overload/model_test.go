@@ -13,14 +13,14 @@ import (
 // a model with the same operations in a testing/synctest bubble and
 // compares them after every step.
 //
-// Shares are kept as the documentation says, in 1/65536ths of the limit:
+// Shares are kept as the documentation says, in 2^-32ths of the limit:
 // class c's reserve at limit L is ⌈S_c·L⌉ − ⌈S_{c−1}·L⌉ with S_c the
 // cumulative share, its ceiling ⌈MaxShare·L⌉.
 type model struct {
 	k          int
 	limit      int64
-	cum        []int64 // cumulative shares, 1/65536ths
-	maxShare   []int64 // 1/65536ths; 65536 means no ceiling below the limit
+	cum        []int64 // cumulative shares, in 2^-32ths
+	maxShare   []int64 // in 2^-32ths; 2^32 means no ceiling below the limit
 	maxQueue   int
 	maxWait    time.Duration
 	codel      bool
@@ -65,7 +65,7 @@ type mEvent struct {
 	err error // nil: granted
 }
 
-const one = 1 << 16
+const one = 1 << 32
 
 func ceilShare(s, l int64) int64 { return (s*l + one - 1) / one }
 

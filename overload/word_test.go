@@ -68,10 +68,10 @@ func FuzzWordTransitions(f *testing.F) {
 
 		c := int(cb) % k
 		n := int64(nb) % (max + 1)
-		cc := classConfig{maxShare: int64(ms)%(shareOne+1) | 1, unit: l.unit(c), block: blockBit(c)}
+		cc := classConfig{maxShare: (int64(ms) + 1) << 16, unit: l.unit(c), block: blockBit(c)}
 		ceiling := cc.ceilingAt(m.limit)
 		if want := (cc.maxShare*m.limit + shareOne - 1) / shareOne; ceiling != want {
-			t.Fatalf("ceilingAt(%d) = %d, want ⌈%d·%d/65536⌉ = %d", m.limit, ceiling, cc.maxShare, m.limit, want)
+			t.Fatalf("ceilingAt(%d) = %d, want ⌈%d·%d/2^32⌉ = %d", m.limit, ceiling, cc.maxShare, m.limit, want)
 		}
 
 		// admit and grant.
