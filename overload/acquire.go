@@ -26,13 +26,26 @@ import (
 // It is a run-time error to call Acquire on a nil *Gate, with a nil ctx or
 // with c outside [0, Classes()); the panic's message begins "overload: ".
 func (g *Gate) Acquire(ctx context.Context, c int, n int64) (token.Token, error) {
-	g.valid("Acquire")
+	if g == nil {
+		panic(nilGate("Acquire"))
+	}
 	if ctx == nil {
 		panic("overload: Acquire called with a nil Context")
 	}
-	g.checkClass("Acquire", c)
-	if 0 < n && n <= g.max && ctx.Err() == nil && g.acquireFast(c, n) {
-		return g.tokenFor(c, n), nil
+	if uint(c) >= uint(g.lay.k) {
+		g.badClass("Acquire", c)
+	}
+	// The fast path, written out here and in TryAcquire: the compiler
+	// inlines admits but not a loop around it, and a call would cost an
+	// uncontended acquire a tenth more. A CAS that loses a race retries
+	// while the word still admits the request.
+	if uint64(n-1) < uint64(g.max) && ctx.Err() == nil {
+		cc := &g.classes[c]
+		for old := g.load(); g.admits(old, cc, n); old = g.load() {
+			if g.cas(old, old+word(n)*cc.unit) {
+				return g.tokenFor(c, n), nil
+			}
+		}
 	}
 	return g.acquireSlow(ctx, c, n)
 }
@@ -45,10 +58,19 @@ func (g *Gate) Acquire(ctx context.Context, c int, n int64) (token.Token, error)
 // It is a run-time error to call TryAcquire on a nil *Gate or with c
 // outside [0, Classes()); the panic's message begins "overload: ".
 func (g *Gate) TryAcquire(c int, n int64) (token.Token, bool) {
-	g.valid("TryAcquire")
-	g.checkClass("TryAcquire", c)
-	if 0 < n && n <= g.max && g.acquireFast(c, n) {
-		return g.tokenFor(c, n), true
+	if g == nil {
+		panic(nilGate("TryAcquire"))
+	}
+	if uint(c) >= uint(g.lay.k) {
+		g.badClass("TryAcquire", c)
+	}
+	if uint64(n-1) < uint64(g.max) {
+		cc := &g.classes[c]
+		for old := g.load(); g.admits(old, cc, n); old = g.load() {
+			if g.cas(old, old+word(n)*cc.unit) {
+				return g.tokenFor(c, n), true
+			}
+		}
 	}
 	if n != 0 || g.load()&blockBit(c) != 0 && g.isClosed() {
 		return token.Token{}, false
@@ -56,26 +78,15 @@ func (g *Gate) TryAcquire(c int, n int64) (token.Token, bool) {
 	return token.Empty(), true
 }
 
-// acquireFast is the fast path of Acquire and TryAcquire, layout.admit
-// written out: it takes n permits of class c if nothing sends the class's
-// arrivals to the lock, the total stays within the limit and the class
-// within its ceiling, in one CAS; a CAS that loses a race retries while
-// that still holds. It requires 0 < n ≤ max, so that no count overflows.
-func (g *Gate) acquireFast(c int, n int64) bool {
-	cc := &g.classes[c]
-	for {
-		old := g.load()
-		limit := g.lay.limit(old)
-		// Is the class's way open, is there room under the limit, and
-		// does the class stay within its ceiling? (For a class without a
-		// MaxShare the ceiling is the limit: the test adds nothing.)
-		if old&cc.block != 0 || g.lay.held(old)+n > limit || g.lay.classHeld(old, c)+n > cc.ceilingAt(limit) {
-			return false
-		}
-		if g.cas(old, old+word(n)*cc.unit) {
-			return true
-		}
-	}
+// admits reports whether the word old lets an arrival of class cc take n
+// permits without the lock: nothing sends the class's arrivals to the lock
+// (W4), the total stays within the limit and the class within its ceiling
+// (layout.admit, written for the fast paths). For a class without a
+// MaxShare the ceiling is the limit, so its test adds nothing but a
+// multiplication. It requires 0 < n ≤ max, so that no count overflows.
+func (g *Gate) admits(old word, cc *classConfig, n int64) bool {
+	limit := g.lay.limit(old)
+	return old&cc.block == 0 && g.lay.held(old)+n <= limit && g.lay.field(old, cc.shift)+n <= cc.ceilingAt(limit)
 }
 
 // isClosed reports whether the gate is closed. Only the slow paths call it.

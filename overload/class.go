@@ -75,6 +75,7 @@ type classConfig struct {
 	prevCum  int64
 	// maxShare is the fixed-point MaxShare, at least the class's own share.
 	maxShare int64
+	shift    uint // where the class's field begins
 	unit     word // what one permit adds to the word
 	block    word // the bit that sends the class's arrivals to the lock
 }
@@ -140,6 +141,7 @@ func buildClasses(classes []Class, l *layout) ([MaxClasses]classConfig, error) {
 			cumShare: cum,
 			prevCum:  prev,
 			maxShare: ms,
+			shift:    l.shift(c),
 			unit:     l.unit(c),
 			block:    blockBit(c),
 		}

@@ -276,21 +276,32 @@ func MustNew(limit, max int64, classes []Class, opts ...Option) *Gate {
 	return g
 }
 
+// nilGate is what a method called on a nil *Gate panics with: the
+// method's name. The message is built only when it is printed.
+type nilGate string
+
+func (m nilGate) Error() string { return "overload: " + string(m) + " called on a nil *Gate" }
+
 // valid panics if g is nil or was not made by New.
 func (g *Gate) valid(method string) {
 	if g == nil {
-		panic("overload: " + method + " called on a nil *Gate")
+		panic(nilGate(method))
 	}
 	if g.lay.k == 0 {
-		panic("overload: Gate used without New (the zero value is not usable)")
+		panic(errZeroGate)
 	}
 }
 
-// checkClass panics unless c is one of g's classes.
-func (g *Gate) checkClass(method string, c int) {
-	if uint(c) >= uint(g.lay.k) {
-		panic(fmt.Sprintf("overload: %s called with class %d, outside [0, %d)", method, c, g.lay.k))
+const errZeroGate = "overload: Gate used without New (the zero value is not usable)"
+
+// badClass panics for a class c outside [0, k): the zero Gate, whose k is
+// 0, fails here on its first Acquire or TryAcquire. Outlined, so that the
+// check at the call is a compare and a branch.
+func (g *Gate) badClass(method string, c int) {
+	if g.lay.k == 0 {
+		panic(errZeroGate)
 	}
+	panic(fmt.Sprintf("overload: %s called with class %d, outside [0, %d)", method, c, g.lay.k))
 }
 
 // Classes returns the number of classes of g.

@@ -32,13 +32,13 @@ func (g *Gate) release(c int, n int64) {
 // set (nobody is queued, W4) and the class holds them, and reports whether
 // it did.
 func (g *Gate) releaseFast(c int, n int64) bool {
-	unit := g.classes[c].unit
+	cc := &g.classes[c]
 	for {
 		old := g.load()
-		if old.blocks() != 0 || g.lay.classHeld(old, c) < n {
+		if old.blocks() != 0 || g.lay.field(old, cc.shift) < n {
 			return false
 		}
-		if g.cas(old, old-word(n)*unit) {
+		if g.cas(old, old-word(n)*cc.unit) {
 			return true
 		}
 	}

@@ -9,7 +9,7 @@ package overload
 // decided on a count that another has changed: the global limit and each
 // class's ceiling hold at every CAS.
 //
-// The counts share the low 60 bits equally, so their width depends on the
+// The counts share the high 60 bits equally, so their width depends on the
 // number of classes k (one field per class and one for the limit):
 //
 //	k  width  MaxPermits
@@ -20,23 +20,25 @@ package overload
 //
 // With four classes:
 //
-//	 63 62 61 60  59 ....... 48  47 ....... 36  35 ....... 24  23 ....... 12  11 ........ 0
-//	+--+--+--+--+-------------+-------------+-------------+-------------+-------------+
-//	|b3|b2|b1|b0|   limit     |  held[3]    |  held[2]    |  held[1]    |  held[0]    |
-//	+--+--+--+--+-------------+-------------+-------------+-------------+-------------+
+//	 63 ....... 52  51 ....... 40  39 ....... 28  27 ....... 16  15 ........ 4  3  2  1  0
+//	+-------------+-------------+-------------+-------------+-------------+--+--+--+--+
+//	|   limit     |  held[3]    |  held[2]    |  held[1]    |  held[0]    |b3|b2|b1|b0|
+//	+-------------+-------------+-------------+-------------+-------------+--+--+--+--+
 //
 //	held[c]  permits held by tokens of class c
-//	limit    the live limit
+//	limit    the live limit, in the word's top bits
 //	b[c]     class c's arrivals go to the queue lock: a waiter is queued that
 //	         such an arrival must not overtake (see blocksLocked)
 //
 // The permits held in all are the sum of the class fields, gathered in one
 // multiplication (see layout.held): multiplying the fields by
-// 1 + 2^width + 2^2·width + … adds them all up in the field of the last
-// class, and no partial sum carries into it because every partial sum is at
-// most the total, which fits a field (W2). An admission of n permits of
-// class c adds n << (c·width); a release subtracts as much, after checking
-// that the class holds that many, so no field ever borrows from the next.
+// 2^s·(1 + 2^width + 2^2·width + …) adds them all up in the word's top
+// width bits, where a shift reads them with no mask, as it reads the
+// limit; no partial sum carries into the total, because every partial sum
+// is at most the total, which fits a field (W2). An admission of n permits
+// of class c adds n to its field; a release subtracts as much, after
+// checking that the class holds that many, so no field ever borrows from
+// the next.
 //
 // Invariants, for a gate of maximum max:
 //
@@ -54,23 +56,25 @@ package overload
 //
 // Every field is decoded and replaced through the helpers below, never by
 // shifts written out at the call, and every CAS installs a word rebuilt
-// from the one it loaded, so no bit of another field is lost.
+// from the one it loaded, so no bit of another field is lost. The helpers
+// mask their shift counts with 63, which changes nothing (every count is
+// below 64) and lets the compiler drop its check for counts of 64 and more.
 
 // word is a packed gate state. Its layout depends on the gate's number of
 // classes, so it is decoded through a layout.
 type word uint64
 
 const (
-	// countBits is how many low bits of the word the counts share.
+	// countBits is how many high bits of the word the counts share.
 	countBits = 60
-	// blockShift is where the block bits begin, one per class.
-	blockShift = countBits
+	// fieldsShift is where the class fields begin, above the block bits.
+	fieldsShift = 64 - countBits
 	// allBlocks has every block bit set.
-	allBlocks word = (1<<MaxClasses - 1) << blockShift
+	allBlocks word = 1<<MaxClasses - 1
 )
 
 // blockBit returns the bit that sends class c's arrivals to the lock.
-func blockBit(c int) word { return 1 << (blockShift + uint(c)) }
+func blockBit(c int) word { return 1 << uint(c) }
 
 // blocks returns w's block bits.
 func (w word) blocks() word { return w & allBlocks }
@@ -85,25 +89,25 @@ type layout struct {
 	k     int
 	width uint // bits per count
 	mask  word // 1<<width − 1
-	// classes masks the class fields; sumMul (1 + 2^width + …, one term
-	// per class) gathers their sum in the field at sumShift, the last
-	// class's.
-	classes  word
-	sumMul   word
-	sumShift uint
-	// limitShift is where the limit begins: k·width.
-	limitShift uint
+	// top is where the limit begins, 64 − width: a shift by top reads the
+	// word's top width bits with no mask.
+	top uint
+	// classes masks the class fields; multiplying them by sumMul gathers
+	// their sum in the top width bits.
+	classes word
+	sumMul  word
 }
 
 func newLayout(k int) layout {
 	width := uint(countBits / (k + 1))
 	width = min(width, 30) // k = 1: a count and a limit, as wide as atomicsem's
-	l := layout{k: k, width: width, mask: 1<<width - 1, classes: 1<<(uint(k)*width) - 1}
+	l := layout{k: k, width: width, mask: 1<<width - 1, top: 64 - width}
+	l.classes = (1<<(uint(k)*width) - 1) << fieldsShift
+	// Field c sits at fieldsShift + c·width; the term that carries it to
+	// the top multiplies by 2^(top − fieldsShift − c·width).
 	for c := range k {
-		l.sumMul |= 1 << (uint(c) * width)
+		l.sumMul |= 1 << (l.top - fieldsShift - uint(c)*width)
 	}
-	l.sumShift = uint(k-1) * width
-	l.limitShift = uint(k) * width
 	return l
 }
 
@@ -111,25 +115,30 @@ func newLayout(k int) layout {
 func (l *layout) maxPermits() int64 { return int64(l.mask) }
 
 // held returns the permits held in all, the sum of the class fields.
-func (l *layout) held(w word) int64 {
-	return int64((w & l.classes) * l.sumMul >> l.sumShift & l.mask)
-}
+func (l *layout) held(w word) int64 { return int64((w & l.classes) * l.sumMul >> l.top) }
 
 // limit returns the live limit.
-func (l *layout) limit(w word) int64 { return int64(w >> l.limitShift & l.mask) }
+func (l *layout) limit(w word) int64 { return int64(w >> l.top) }
+
+// shift returns where class c's field begins.
+func (l *layout) shift(c int) uint { return fieldsShift + uint(c)*l.width }
 
 // classHeld returns the permits held by tokens of class c.
-func (l *layout) classHeld(w word, c int) int64 {
-	return int64(w >> (uint(c) * l.width) & l.mask)
-}
+func (l *layout) classHeld(w word, c int) int64 { return l.field(w, l.shift(c)) }
+
+// field returns the count whose field begins at bit shift: the fast paths
+// keep each class's shift beside its other constants and call this
+// directly.
+func (l *layout) field(w word, shift uint) int64 { return int64(w >> (shift & 63) & l.mask) }
 
 // unit returns what one permit of class c adds to the word.
-func (l *layout) unit(c int) word { return 1 << (uint(c) * l.width) }
+func (l *layout) unit(c int) word { return 1 << (l.shift(c) & 63) }
 
 // withLimit returns w with the limit replaced; every other bit is kept. It
 // requires 0 ≤ limit ≤ maxPermits.
 func (l *layout) withLimit(w word, limit int64) word {
-	return w&^(l.mask<<l.limitShift) | word(limit)<<l.limitShift
+	shift := l.top & 63
+	return w&^(l.mask<<shift) | word(limit)<<shift
 }
 
 // pack builds a word of an open gate with nothing queued from the limit and

@@ -42,7 +42,7 @@ func FuzzWordTransitions(f *testing.F) {
 			left -= m.held[c]
 		}
 		m.limit = int64(lim) % (max + 1)
-		m.blocks = word(bl&(1<<k-1)) << blockShift
+		m.blocks = word(bl & (1<<k - 1))
 		w := l.pack(m.limit, m.held).withBlocks(m.blocks)
 		check := func(what string, w word, m wordModel) {
 			t.Helper()
@@ -139,8 +139,8 @@ func TestLayoutWidths(t *testing.T) {
 			t.Errorf("MaxPermits(%d) = %d, want %d", k, got, want)
 		}
 		l := newLayout(k)
-		if top := l.limitShift + l.width; top > countBits {
-			t.Errorf("k %d: the limit ends at bit %d, inside the block bits", k, top)
+		if l.shift(0) < MaxClasses || l.shift(k-1)+l.width > l.top || l.top+l.width != 64 {
+			t.Errorf("k %d: the fields overlap the block bits, each other or the limit", k)
 		}
 	}
 	if MaxPermits(0) != 0 || MaxPermits(MaxClasses+1) != 0 {
