@@ -152,7 +152,8 @@ func (g *Gate) arrive(ctx context.Context, w *waiter) error {
 		return nil // served at once; the wait will find the signal
 	}
 	if w.status == refused {
-		return w.why // dropped at once: cannot happen for a waiter of age 0
+		<-w.ready    // the refusal's own signal
+		return w.why // shed at once: its class is below one in the overload mode
 	}
 	why, evicted := g.refusalLocked(ctx, w)
 	if why != nil {

@@ -30,6 +30,13 @@ func (g *Gate) dispatchLocked(now time.Duration) {
 				continue
 			}
 		}
+		if g.codel {
+			// Look at the queues again as the grants left them: a queue
+			// emptied now has been short since now.
+			for c := range g.lay.k {
+				g.queues[c].observe(now, g.target, g.interval)
+			}
+		}
 		blocked := old.withBlocks(g.blocksLocked(old, now))
 		if blocked == old || g.cas(old, blocked) {
 			return
@@ -57,10 +64,16 @@ func (g *Gate) nextLocked(w word, now time.Duration) *waiter {
 		}
 	}
 	// 3. By priority, skipping classes whose next waiter is at the class's
-	// ceiling: only the class's own releases can serve it.
+	// ceiling: only the class's own releases can serve it. A class in the
+	// overload mode holds back the classes below it even with its queue
+	// empty for the moment (codelLocked sheds their waiters).
 	for c := range g.lay.k {
-		if q := &g.queues[c]; q.len > 0 && !g.capped(w, q.next(), limit) {
+		q := &g.queues[c]
+		if q.len > 0 && !g.capped(w, q.next(), limit) {
 			return q.next()
+		}
+		if q.lifo {
+			return nil
 		}
 	}
 	return nil
@@ -100,17 +113,25 @@ func (g *Gate) starvingLocked(q *classQueue, now time.Duration) bool {
 // where it queues behind (and a closed gate refuses it). Otherwise an
 // arrival of class c must not overtake a waiter of its own class (arrival
 // order within a class) or a waiter of a class above that is not at its
-// ceiling (priority); a waiter at its class's ceiling can only be served by
-// its own class's releases, so the classes below may pass it.
+// ceiling (priority), and must not take a permit while a class above is in
+// the overload mode, which sheds the classes below it; a waiter at its
+// class's ceiling can only be served by its own class's releases, so the
+// classes below may pass it. The overload mode ends with time, not with an
+// event: the bits it set are cleared by the first dispatch after it ends,
+// at the next arrival or release (every release goes to the lock while a
+// bit is set).
 func (g *Gate) blocksLocked(w word, now time.Duration) word {
 	if g.closed {
 		return allBlocks
 	}
 	limit := g.lay.limit(w)
 	var b word
-	from := g.lay.k // the highest class whose waiters hold back the classes below
+	from := g.lay.k // the highest class that holds back the classes below
 	for c := range g.lay.k {
 		q := &g.queues[c]
+		if q.lifo && from == g.lay.k {
+			from = c
+		}
 		if q.len == 0 {
 			continue
 		}
@@ -170,15 +191,28 @@ func (g *Gate) removeLocked(x *waiter) {
 	}
 }
 
-// codelLocked observes each class's queue delay and, in the overload mode,
-// drops the waiters that have waited more than twice the target, oldest
-// first. It requires that mu is held.
+// codelLocked observes each class's queue delay and applies the overload
+// mode: a class in it drops its waiters that have waited more than twice
+// the target, oldest first, and every class below it is shed, all of its
+// waiters dropped, unless the class holds less than its reserve (a shed
+// never takes a class's guarantee). It requires that mu is held.
 func (g *Gate) codelLocked(now time.Duration) {
+	shedBelow := false
 	for c := range g.lay.k {
 		q := &g.queues[c]
 		q.observe(now, g.target, g.interval)
+		if shedBelow && q.len > 0 {
+			// The counts of a class with waiters change only under mu (W5).
+			w := g.load()
+			if g.lay.classHeld(w, c) >= g.classes[c].reserveAt(g.lay.limit(w)) {
+				for q.len > 0 {
+					g.refuseLocked(q.head, ErrDropped)
+				}
+			}
+		}
 		for q.lifo && q.len > 0 && now-q.head.arrival > 2*g.target {
 			g.refuseLocked(q.head, ErrDropped)
 		}
+		shedBelow = shedBelow || q.lifo
 	}
 }

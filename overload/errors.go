@@ -24,9 +24,10 @@ var (
 	// maximum wait (WithMaxWait) without being served, or at once when the
 	// wait the gate expects for it is longer than that.
 	ErrMaxWait error = shed("overload: maximum wait exceeded")
-	// ErrDropped is returned by Acquire to a waiter dropped by the
-	// overload mode (WithCoDel): its class's queue stood above the target
-	// delay for an interval, and it had waited more than twice the target.
+	// ErrDropped is returned by Acquire to a request shed by the overload
+	// mode (WithCoDel): its class's queue stood above the target delay for
+	// an interval and it had waited more than twice the target, or a class
+	// above its own is in the overload mode (then it is refused at once).
 	ErrDropped error = shed("overload: dropped from an overloaded queue")
 	// ErrDeadline is returned by Acquire at once, without waiting, when
 	// the request's context has a deadline that comes before the wait the

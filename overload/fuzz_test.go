@@ -138,7 +138,8 @@ func runModel(t *testing.T, data []byte) {
 	m.held = make([]int64, k)
 	m.queues = make([][]*mWaiter, k)
 	m.lifo, m.above, m.served = make([]bool, k), make([]bool, k), make([]bool, k)
-	m.since, m.lastG = make([]time.Duration, k), make([]time.Duration, k)
+	m.since, m.lastG, m.bSince = make([]time.Duration, k), make([]time.Duration, k), make([]time.Duration, k)
+	m.below = make([]bool, k)
 	m.shed = make([][4]uint64, k)
 	m.setBlocks(0)
 

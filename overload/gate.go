@@ -61,7 +61,8 @@ import (
 // class and every arrival, as soon as permits come back. So each class
 // with waiters is served at least once per bound (plus the time for the
 // permits it asks for to come back), and a class that starves takes at most
-// one grant per bound from the classes above it.
+// one grant per bound from the classes above it. While a class above is in
+// the overload mode (WithCoDel), the classes below it are shed instead.
 //
 // # Queue discipline
 //
@@ -74,12 +75,23 @@ import (
 //     the shorter of the maximum wait and its context's deadline (which
 //     ends the wait with ctx.Err()).
 //   - WithCoDel turns on the overload mode of each class's queue, after
-//     CoDel and Facebook's adaptive LIFO: once the queue's delay (the age
-//     of its oldest waiter, observed at each arrival, release and
-//     cancellation) has stayed above the target for an interval, the queue
-//     serves its newest waiters first and drops, with ErrDropped, those
-//     that have waited more than twice the target; it returns to arrival
-//     order when it drains.
+//     CoDel and Facebook's adaptive LIFO. A queue's delay is the age of
+//     its oldest waiter (zero when it is empty), observed at each arrival
+//     that must queue, each release while waiters are queued, each
+//     cancellation and each limit change. Once it has stayed above the
+//     target for an interval, the class is overloaded: its queue serves its
+//     newest waiters first and drops, with ErrDropped, those that have
+//     waited more than twice the target; and every class below it is shed
+//     (its waiters dropped and its arrivals refused at once, with
+//     ErrDropped), even while a permit is free for a moment, so that the
+//     capacity the overloaded class sheds its own requests for is not given
+//     to requests it outranks. A class that holds less than its reserve is
+//     not shed: a shed never takes a guarantee. The class returns to
+//     arrival order, and stops shedding those below, once its delay has
+//     stayed at or below the target for an interval: its standing queue has
+//     drained. (A queue served newest first empties for a moment now and
+//     then while its class is still overloaded; such a moment does not end
+//     the mode.)
 //   - Deadline awareness: the gate keeps a moving average of the time
 //     between grants from its queue, per permit. An arrival that must wait
 //     behind w permits' worth of waiters expects to wait (w + n) times
@@ -88,10 +100,12 @@ import (
 //     ErrMaxWait. (Before the first grant from the queue, nobody is
 //     refused on an expectation.)
 //
-// Time-based decisions (the overload mode's switches and drops, starvation)
-// are taken when the gate's lock is taken: at each arrival that must
-// queue, each release while waiters are queued, each cancellation and each
-// limit change. Only the maximum wait and the context run on timers.
+// Time-based decisions (the overload mode's switches, drops and sheds,
+// starvation) are taken when the gate's lock is taken: at each arrival that
+// must queue, each release while waiters are queued or a class is
+// overloaded, each cancellation and each limit change. Only the maximum
+// wait and the context run on timers; the gate runs no goroutine and no
+// timer of its own.
 //
 // # The limit
 //
@@ -411,7 +425,7 @@ type ClassStats struct {
 	Reserve    int64 // its guaranteed share at the live limit, in permits
 	Ceiling    int64 // the most it may hold at the live limit
 	Waiters    int
-	Overloaded bool // its queue is in the overload mode: newest first
+	Overloaded bool // its queue is in the overload mode (newest first, lower classes shed), as of the last look at it
 	// The requests of the class shed so far, by reason.
 	QueueFull, MaxWait, Dropped, Deadline uint64
 }

@@ -282,14 +282,67 @@ func TestOverloadModeServesNewestFirstAndDropsTheOldest(t *testing.T) {
 			next = ws[i].granted(t)
 		}
 		ws[99].refused(t, overload.ErrDropped)
-		require.False(t, g.Stats().Classes[0].Overloaded, "drained")
+		// The queue is empty for the moment, but the mode ends only once
+		// the delay has stayed at or below the target for an interval.
+		require.True(t, g.Stats().Classes[0].Overloaded, "a momentary drain does not end the mode")
+		// The last grant left the queue empty at 110 ms. An interval later
+		// the next arrival that queues finds it still short: the mode ends
+		// (Stats shows the mode as the last look at the queue left it).
+		time.Sleep(interval)
+		b := start(t, bg, g, 0, 1)
+		require.False(t, g.Stats().Classes[0].Overloaded, "short for an interval")
 		// Back to arrival order.
-		a, b := start(t, bg, g, 0, 1), start(t, bg, g, 0, 1)
+		c := start(t, bg, g, 0, 1)
 		next.Release()
-		next = a.granted(t)
-		b.waits(t)
+		next = b.granted(t)
+		c.waits(t)
 		next.Release()
-		b.granted(t).Release()
+		c.granted(t).Release()
+	})
+}
+
+// TestOverloadModeShedsTheClassesBelow checks that while a class is in the
+// overload mode the classes below it are shed, waiters and arrivals alike,
+// even when a permit is free for the moment, except a class that holds
+// less than its reserve.
+func TestOverloadModeShedsTheClassesBelow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const target, interval = 5 * time.Millisecond, 100 * time.Millisecond
+		g := overload.MustNew(2, 2, []overload.Class{{Name: "critical"}, {Name: "batch"}, {Name: "guaranteed", Share: 0.5}},
+			overload.WithCoDel(target, interval))
+		tok := take(t, g, 0, 2)
+		batch := start(t, bg, g, 1, 1)
+		// Critical requests queue for longer than the interval.
+		var crit []*pending
+		for range 110 {
+			crit = append(crit, start(t, bg, g, 0, 1))
+			time.Sleep(time.Millisecond)
+		}
+		require.True(t, g.Stats().Classes[0].Overloaded)
+		batch.refused(t, overload.ErrDropped)
+		// A batch arrival is refused at once; a request of a class that
+		// holds less than its reserve (1 of 2) is not shed, and is owed
+		// the next permit back.
+		start(t, bg, g, 1, 1).refused(t, overload.ErrDropped)
+		_, ok := g.TryAcquire(1, 1)
+		require.False(t, ok)
+		owed := start(t, bg, g, 2, 1)
+		owed.waits(t)
+		one, ok := tok.Split(1)
+		require.True(t, ok)
+		one.Release()
+		owed.granted(t).Release()
+		// The free permit goes to the newest critical waiter, not batch.
+		newest := crit[len(crit)-1].granted(t)
+		require.Equal(t, uint64(2), g.Stats().Classes[1].Dropped)
+		newest.Release()
+		tok.Release()
+		g.Close()
+		for _, p := range crit[:len(crit)-1] {
+			if p.finished() && p.err == nil {
+				p.tok.Release()
+			}
+		}
 	})
 }
 

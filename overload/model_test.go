@@ -33,6 +33,8 @@ type model struct {
 	lifo   []bool
 	above  []bool
 	since  []time.Duration // when the delay went above the target
+	below  []bool
+	bSince []time.Duration // when the delay went to or below the target
 	served []bool
 	lastG  []time.Duration // the class's last grant under the lock
 	shed   [][4]uint64     // queue full, max wait, dropped, deadline
@@ -138,9 +140,6 @@ func (m *model) remove(w *mWaiter) {
 			break
 		}
 	}
-	if len(m.queues[w.class]) == 0 {
-		m.lifo[w.class], m.above[w.class] = false, false
-	}
 	if m.queued() == 0 {
 		m.lastGrantOK = false
 	}
@@ -191,27 +190,27 @@ func (m *model) pick(now time.Duration) *mWaiter {
 		if len(m.queues[c]) > 0 && !m.capped(m.next(c)) {
 			return m.next(c)
 		}
+		if m.lifo[c] {
+			return nil
+		}
 	}
 	return nil
 }
 
 func (m *model) dispatch(now time.Duration) {
 	if m.codel {
+		shed := false
 		for c := range m.k {
-			q := m.queues[c]
-			if len(q) > 0 {
-				switch delay := now - q[0].arrival; {
-				case delay <= m.target:
-					m.above[c] = false
-				case !m.above[c]:
-					m.above[c], m.since[c] = true, now
-				case now-m.since[c] >= m.interval:
-					m.lifo[c] = true
+			m.observe(c, now)
+			if shed && len(m.queues[c]) > 0 && m.held[c] >= m.reserve(c) {
+				for len(m.queues[c]) > 0 {
+					m.refuse(m.queues[c][0], overload.ErrDropped)
 				}
 			}
 			for m.lifo[c] && len(m.queues[c]) > 0 && now-m.queues[c][0].arrival > 2*m.target {
 				m.refuse(m.queues[c][0], overload.ErrDropped)
 			}
+			shed = shed || m.lifo[c]
 		}
 	}
 	for {
@@ -221,7 +220,35 @@ func (m *model) dispatch(now time.Duration) {
 		}
 		m.grant(w, now)
 	}
+	if m.codel {
+		for c := range m.k {
+			m.observe(c, now)
+		}
+	}
 	m.setBlocks(now)
+}
+
+// observe takes class c's queue delay at now into its overload mode.
+func (m *model) observe(c int, now time.Duration) {
+	var delay time.Duration
+	if len(m.queues[c]) > 0 {
+		delay = now - m.queues[c][0].arrival
+	}
+	if delay > m.target {
+		m.below[c] = false
+		if !m.above[c] {
+			m.above[c], m.since[c] = true, now
+		} else if now-m.since[c] >= m.interval {
+			m.lifo[c] = true
+		}
+		return
+	}
+	m.above[c] = false
+	if !m.below[c] {
+		m.below[c], m.bSince[c] = true, now
+	} else if now-m.bSince[c] >= m.interval {
+		m.lifo[c] = false
+	}
 }
 
 func (m *model) setBlocks(now time.Duration) {
@@ -229,6 +256,9 @@ func (m *model) setBlocks(now time.Duration) {
 	from := m.k
 	b := make([]bool, m.k)
 	for c := range m.k {
+		if m.lifo[c] && from == m.k {
+			from = c
+		}
 		if len(m.queues[c]) == 0 {
 			continue
 		}
@@ -279,7 +309,7 @@ func (m *model) arrive(w *mWaiter, now time.Duration) {
 	m.queues[w.class] = append(m.queues[w.class], w)
 	m.dispatch(now)
 	if !m.isQueued(w) {
-		return
+		return // served, or shed below a class in the overload mode
 	}
 	var why error
 	evicted := false

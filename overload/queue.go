@@ -64,12 +64,15 @@ type classQueue struct {
 	len        int
 	permits    int64 // requested by the waiters, for the expected wait
 
-	// lifo is the overload mode: newest first, and waiters older than
-	// twice the target are dropped. above says that the queue's delay
-	// has been above the target at every observation since aboveSince.
+	// lifo is the overload mode: newest first, waiters older than twice
+	// the target dropped, and the classes below shed. above and below
+	// say that the queue's delay has been above the target, or at or
+	// below it, at every observation since aboveSince or belowSince.
 	lifo       bool
 	above      bool
 	aboveSince time.Duration
+	below      bool
+	belowSince time.Duration
 
 	// lastGrant is when the lock holder last granted a waiter of the
 	// class, valid if servedOnce: the starvation bound counts from it.
@@ -123,25 +126,36 @@ func (q *classQueue) remove(w *waiter) {
 	w.prev, w.next = nil, nil
 	q.len--
 	q.permits -= w.n
-	if q.len == 0 {
-		// The queue drained: back to arrival order.
-		q.lifo, q.above = false, false
-	}
 }
 
-// observe records the queue's delay, the age of its oldest waiter, at now,
-// and turns the overload mode on once the delay has stayed above target for
-// interval. Only draining turns it off (remove).
+// observe records the queue's delay at now, the age of its oldest waiter
+// (zero for an empty queue), and moves the overload mode: on once the delay
+// has stayed above target for interval, off once it has stayed at or below
+// target for interval, the standing queue drained.
+//
+// An empty queue does not end the mode by itself: a queue that serves its
+// newest waiters first and drops its oldest empties for a moment now and
+// then while its class is still overloaded, and leaving the mode at such a
+// moment would bring back arrival order, and a standing queue, for a whole
+// interval before the mode could return.
 func (q *classQueue) observe(now, target, interval time.Duration) {
-	if q.len == 0 {
+	var delay time.Duration
+	if q.len > 0 {
+		delay = now - q.head.arrival
+	}
+	if delay > target {
+		q.below = false
+		if !q.above {
+			q.above, q.aboveSince = true, now
+		} else if now-q.aboveSince >= interval {
+			q.lifo = true
+		}
 		return
 	}
-	switch delay := now - q.head.arrival; {
-	case delay <= target:
-		q.above = false
-	case !q.above:
-		q.above, q.aboveSince = true, now
-	case now-q.aboveSince >= interval:
-		q.lifo = true
+	q.above = false
+	if !q.below {
+		q.below, q.belowSince = true, now
+	} else if now-q.belowSince >= interval {
+		q.lifo = false
 	}
 }

@@ -48,9 +48,10 @@ package overload
 //	    limit): no admission ever takes the gate past its limit or a class
 //	    past its ceiling (a lowered limit may leave the total above it:
 //	    that is debt, paid off by releases before anyone is admitted)
-//	W4  with the queue lock free, b[c] is set iff the gate is closed or a
-//	    queued waiter must be served before an arrival of class c; so every
-//	    bit is clear iff nobody is queued and the gate is open
+//	W4  with the queue lock free, b[c] is set iff the gate is closed, a
+//	    queued waiter must be served before an arrival of class c, or a
+//	    class above c was overloaded at the last dispatch; so while every
+//	    bit is clear, nobody is queued and the gate is open
 //	W5  while any bit is set, releases go to the queue lock, so the counts
 //	    of a class with waiters change only under the lock
 //
