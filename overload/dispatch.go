@@ -72,7 +72,7 @@ func (g *Gate) nextLocked(w word, now time.Duration) *waiter {
 		if q.len > 0 && !g.capped(w, q.next(), limit) {
 			return q.next()
 		}
-		if q.lifo {
+		if q.sheds() {
 			return nil
 		}
 	}
@@ -129,7 +129,7 @@ func (g *Gate) blocksLocked(w word, now time.Duration) word {
 	from := g.lay.k // the highest class that holds back the classes below
 	for c := range g.lay.k {
 		q := &g.queues[c]
-		if q.lifo && from == g.lay.k {
+		if q.sheds() && from == g.lay.k {
 			from = c
 		}
 		if q.len == 0 {
@@ -193,9 +193,11 @@ func (g *Gate) removeLocked(x *waiter) {
 
 // codelLocked observes each class's queue delay and applies the overload
 // mode: a class in it drops its waiters that have waited more than twice
-// the target, oldest first, and every class below it is shed, all of its
-// waiters dropped, unless the class holds less than its reserve (a shed
-// never takes a class's guarantee). It requires that mu is held.
+// the target, oldest first, and from the moment it enters the mode until
+// its queue has stayed empty for an interval, every class below it is
+// shed, all of its waiters dropped, unless the class holds less than its
+// reserve (a shed never takes a class's guarantee). It requires that mu is
+// held.
 func (g *Gate) codelLocked(now time.Duration) {
 	shedBelow := false
 	for c := range g.lay.k {
@@ -213,6 +215,6 @@ func (g *Gate) codelLocked(now time.Duration) {
 		for q.lifo && q.len > 0 && now-q.head.arrival > 2*g.target {
 			g.refuseLocked(q.head, ErrDropped)
 		}
-		shedBelow = shedBelow || q.lifo
+		shedBelow = shedBelow || q.sheds()
 	}
 }

@@ -27,7 +27,8 @@ var (
 	// ErrDropped is returned by Acquire to a request shed by the overload
 	// mode (WithCoDel): its class's queue stood above the target delay for
 	// an interval and it had waited more than twice the target, or a class
-	// above its own is in the overload mode (then it is refused at once).
+	// above its own sheds the classes below (then an arrival is refused at
+	// once).
 	ErrDropped error = shed("overload: dropped from an overloaded queue")
 	// ErrDeadline is returned by Acquire at once, without waiting, when
 	// the request's context has a deadline that comes before the wait the

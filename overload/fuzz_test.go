@@ -139,7 +139,7 @@ func runModel(t *testing.T, data []byte) {
 	m.queues = make([][]*mWaiter, k)
 	m.lifo, m.above, m.served = make([]bool, k), make([]bool, k), make([]bool, k)
 	m.since, m.lastG, m.bSince = make([]time.Duration, k), make([]time.Duration, k), make([]time.Duration, k)
-	m.below = make([]bool, k)
+	m.below, m.shedOn, m.empty, m.eSince = make([]bool, k), make([]bool, k), make([]bool, k), make([]time.Duration, k)
 	m.shed = make([][4]uint64, k)
 	m.setBlocks(0)
 

@@ -61,8 +61,8 @@ import (
 // class and every arrival, as soon as permits come back. So each class
 // with waiters is served at least once per bound (plus the time for the
 // permits it asks for to come back), and a class that starves takes at most
-// one grant per bound from the classes above it. While a class above is in
-// the overload mode (WithCoDel), the classes below it are shed instead.
+// one grant per bound from the classes above it. While a class above sheds
+// the classes below it (WithCoDel), they are shed instead.
 //
 // # Queue discipline
 //
@@ -77,21 +77,23 @@ import (
 //   - WithCoDel turns on the overload mode of each class's queue, after
 //     CoDel and Facebook's adaptive LIFO. A queue's delay is the age of
 //     its oldest waiter (zero when it is empty), observed at each arrival
-//     that must queue, each release while waiters are queued, each
-//     cancellation and each limit change. Once it has stayed above the
-//     target for an interval, the class is overloaded: its queue serves its
-//     newest waiters first and drops, with ErrDropped, those that have
-//     waited more than twice the target; and every class below it is shed
-//     (its waiters dropped and its arrivals refused at once, with
-//     ErrDropped), even while a permit is free for a moment, so that the
-//     capacity the overloaded class sheds its own requests for is not given
-//     to requests it outranks. A class that holds less than its reserve is
-//     not shed: a shed never takes a guarantee. The class returns to
-//     arrival order, and stops shedding those below, once its delay has
-//     stayed at or below the target for an interval: its standing queue has
-//     drained. (A queue served newest first empties for a moment now and
-//     then while its class is still overloaded; such a moment does not end
-//     the mode.)
+//     that must queue, each release while waiters are queued or classes
+//     are shed, each cancellation and each limit change. Once it has stayed
+//     above the target for an interval, the class is overloaded: its queue
+//     serves its newest waiters first and drops, with ErrDropped, those that
+//     have waited more than twice the target. It returns to arrival order
+//     once its delay has stayed at or below the target for an interval:
+//     its standing queue has drained. (A queue served newest first empties
+//     for a moment now and then while its class is still overloaded; such
+//     a moment does not end the mode.)
+//   - Shedding by priority: from the moment a class enters the overload
+//     mode until its queue has stayed empty for an interval, every class
+//     below it is shed: its waiters are dropped and its arrivals refused
+//     at once, with ErrDropped, even while a permit is free for a moment.
+//     The capacity the overloaded class sheds its own requests for is kept
+//     for its next ones, not given to requests it outranks; only a queue
+//     that stays empty shows capacity to spare. A class that holds less
+//     than its reserve is not shed: a shed never takes a guarantee.
 //   - Deadline awareness: the gate keeps a moving average of the time
 //     between grants from its queue, per permit. An arrival that must wait
 //     behind w permits' worth of waiters expects to wait (w + n) times

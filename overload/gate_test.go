@@ -3,6 +3,7 @@ package overload_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -443,4 +444,26 @@ func TestShedErrorsMatchErrShed(t *testing.T) {
 	}
 	require.NotErrorIs(t, overload.ErrClosed, overload.ErrShed)
 	require.NotErrorIs(t, overload.ErrQueueFull, overload.ErrMaxWait)
+}
+
+// TestADoneContextWinsOverAGrant checks atomicsem's rule for the gate: a
+// waiter whose context is done when it finds its permits granted returns
+// the context's error and passes the permits on. With one P the waiter,
+// woken by the grant, cannot run before the test cancels its context.
+func TestADoneContextWinsOverAGrant(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	synctest.Test(t, func(t *testing.T) {
+		g := overload.MustNew(1, 1, classes(0))
+		for range 8 {
+			tok := take(t, g, 0, 1)
+			ctx, cancel := context.WithCancel(bg)
+			p := start(t, ctx, g, 0, 1)
+			next := start(t, bg, g, 0, 1)
+			tok.Release() // grants p, which wakes with its permits
+			cancel()      // before it runs
+			p.refused(t, context.Canceled)
+			next.granted(t).Release() // the permits went on
+			require.Equal(t, int64(0), g.Held())
+		}
+	})
 }

@@ -35,6 +35,9 @@ type model struct {
 	since  []time.Duration // when the delay went above the target
 	below  []bool
 	bSince []time.Duration // when the delay went to or below the target
+	shedOn []bool          // the class sheds those below
+	empty  []bool
+	eSince []time.Duration // when the queue was last seen to empty
 	served []bool
 	lastG  []time.Duration // the class's last grant under the lock
 	shed   [][4]uint64     // queue full, max wait, dropped, deadline
@@ -190,7 +193,7 @@ func (m *model) pick(now time.Duration) *mWaiter {
 		if len(m.queues[c]) > 0 && !m.capped(m.next(c)) {
 			return m.next(c)
 		}
-		if m.lifo[c] {
+		if m.sheds(c, now) {
 			return nil
 		}
 	}
@@ -210,7 +213,7 @@ func (m *model) dispatch(now time.Duration) {
 			for m.lifo[c] && len(m.queues[c]) > 0 && now-m.queues[c][0].arrival > 2*m.target {
 				m.refuse(m.queues[c][0], overload.ErrDropped)
 			}
-			shed = shed || m.lifo[c]
+			shed = shed || m.sheds(c, now)
 		}
 	}
 	for {
@@ -231,15 +234,21 @@ func (m *model) dispatch(now time.Duration) {
 // observe takes class c's queue delay at now into its overload mode.
 func (m *model) observe(c int, now time.Duration) {
 	var delay time.Duration
-	if len(m.queues[c]) > 0 {
+	switch {
+	case len(m.queues[c]) > 0:
 		delay = now - m.queues[c][0].arrival
+		m.empty[c] = false
+	case !m.empty[c]:
+		m.empty[c], m.eSince[c] = true, now
+	case now-m.eSince[c] >= m.interval:
+		m.shedOn[c] = false
 	}
 	if delay > m.target {
 		m.below[c] = false
 		if !m.above[c] {
 			m.above[c], m.since[c] = true, now
 		} else if now-m.since[c] >= m.interval {
-			m.lifo[c] = true
+			m.lifo[c], m.shedOn[c] = true, true
 		}
 		return
 	}
@@ -251,12 +260,16 @@ func (m *model) observe(c int, now time.Duration) {
 	}
 }
 
+// sheds reports whether class c sheds the classes below: from its overload
+// mode's start until its queue has stayed empty for an interval.
+func (m *model) sheds(c int, _ time.Duration) bool { return m.shedOn[c] }
+
 func (m *model) setBlocks(now time.Duration) {
 	all := m.closed
 	from := m.k
 	b := make([]bool, m.k)
 	for c := range m.k {
-		if m.lifo[c] && from == m.k {
+		if m.sheds(c, now) && from == m.k {
 			from = c
 		}
 		if len(m.queues[c]) == 0 {

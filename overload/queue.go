@@ -68,7 +68,13 @@ type classQueue struct {
 	// the target dropped, and the classes below shed. above and below
 	// say that the queue's delay has been above the target, or at or
 	// below it, at every observation since aboveSince or belowSince.
+	// shedding is set when the mode begins and cleared once the queue
+	// has stayed empty for an interval (empty since emptySince): while it
+	// is set the classes below are shed (see sheds).
 	lifo       bool
+	shedding   bool
+	empty      bool
+	emptySince time.Duration
 	above      bool
 	aboveSince time.Duration
 	below      bool
@@ -142,13 +148,18 @@ func (q *classQueue) observe(now, target, interval time.Duration) {
 	var delay time.Duration
 	if q.len > 0 {
 		delay = now - q.head.arrival
+		q.empty = false
+	} else if !q.empty {
+		q.empty, q.emptySince = true, now
+	} else if now-q.emptySince >= interval {
+		q.shedding = false
 	}
 	if delay > target {
 		q.below = false
 		if !q.above {
 			q.above, q.aboveSince = true, now
 		} else if now-q.aboveSince >= interval {
-			q.lifo = true
+			q.lifo, q.shedding = true, true
 		}
 		return
 	}
@@ -159,3 +170,13 @@ func (q *classQueue) observe(now, target, interval time.Duration) {
 		q.lifo = false
 	}
 }
+
+// sheds reports whether the class sheds the classes below it: from the
+// moment it enters the overload mode until its queue has stayed empty for
+// an interval. Its queue may return to arrival order before that; but a
+// class whose demand is about its share of the capacity goes in and out of
+// the mode, and were the classes below admitted whenever it left, they
+// would take the capacity its next burst needs, and it would shed its own
+// requests for theirs. A queue that stays empty for an interval shows
+// capacity to spare.
+func (q *classQueue) sheds() bool { return q.shedding }

@@ -333,6 +333,9 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // order's. -overload.long runs every layer at both loads, five seconds a
 // run, as bench/run.sh overload does.
 func TestOverloadExperiment(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a real-time experiment: under the race detector its figures mean nothing (the plain run checks them)")
+	}
 	warmup, measure := 500*time.Millisecond, 1500*time.Millisecond
 	layers := []func() layer{gateFIFO, gateCoDel}
 	loads := []float64{4}
