@@ -130,3 +130,49 @@ func TestConcurrentLimitChangesLoseNothing(t *testing.T) {
 	require.Equal(t, int64(0), st.Held)
 	require.Equal(t, 0, st.Waiters)
 }
+
+// TestNoOverAdmissionUnderContention has goroutines, one per CPU and a few
+// more, take and return permits of a limit of 2 as fast as they can, and
+// checks that the holders never count more than the limit. An admission
+// that checked the word on one load and counted its permits in another
+// step (the check-then-act of Netflix's partitioned limiter) lets two
+// arrivals that loaded the same word both in; here that happens thousands
+// of times a second on two cores.
+func TestNoOverAdmissionUnderContention(t *testing.T) {
+	g := overload.MustNew(2, 2, classes(0.5, 0))
+	var held, over atomic.Int64
+	deadline := time.Now().Add(300 * time.Millisecond)
+	if testing.Short() {
+		deadline = time.Now().Add(50 * time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	for w := range runtime.GOMAXPROCS(0) + 2 {
+		wg.Go(func() {
+			ctx := context.Background()
+			for i := 0; time.Now().Before(deadline); i++ {
+				// Acquire only when nobody waits, so that every admission
+				// is a fast path's.
+				var tok token.Token
+				var ok bool
+				if i%2 == 0 && g.Held() < 2 {
+					var err error
+					tok, err = g.Acquire(ctx, (w+i)%2, 1)
+					ok = err == nil
+				} else {
+					tok, ok = g.TryAcquire((w+i)%2, 1)
+				}
+				if !ok {
+					continue
+				}
+				if held.Add(1) > 2 {
+					over.Add(1)
+				}
+				held.Add(-1)
+				tok.Release()
+			}
+		})
+	}
+	wg.Wait()
+	require.Zero(t, over.Load(), "admissions above the limit")
+	require.Equal(t, int64(0), g.Held())
+}
