@@ -303,11 +303,11 @@ for g in "${run[@]}"; do
 	plots=$PWD/../docs
 	[ "$RESULTS" = results ] || plots=$(cd "$RESULTS" && pwd)
 	{
-		echo "# the overload experiment (TestOverloadExperiment -overload.long in bench/overload), real time over loopback HTTP"
+		echo "# the overload experiment (TestOverloadExperiment -overload.experiment ${long:-(its short version)} in bench/overload), real time over loopback HTTP"
 		header "$g" | sed -n 2,3p
 		echo
 		(cd overload && "$OLDPWD/out/overloadexp.test" -test.run '^TestOverloadExperiment$' -test.timeout 20m \
-			$long -overload.out /dev/stdout -overload.plot "$plots/overload.png" |
+			-overload.experiment $long -overload.out /dev/stdout -overload.plot "$plots/overload.png" |
 			grep -v -e '^PASS$' -e '^ok ')
 	} >"$RESULTS/overload-experiment.txt"
 	echo "run.sh: wrote $RESULTS/overload-experiment.txt and $plots/overload.png" >&2

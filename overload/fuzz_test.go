@@ -395,8 +395,11 @@ func pendingCancellable(ws map[int]*harnessWaiter) []int {
 // go test covers what the fuzzer would find first.
 func TestGateAgainstModelRandom(t *testing.T) {
 	runs := 1000
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		runs = 50
+	case raceEnabled:
+		runs = 300 // the race detector makes each run about ten times slower
 	}
 	for seed := range runs {
 		rng := rand.New(rand.NewPCG(uint64(seed), 60))

@@ -7,7 +7,7 @@
 // partitioned limiter). The peers are dependencies of the benchmark module
 // only. Run
 //
-//	go test -run Experiment -overload.long -overload.out ../results/overload.txt -overload.plot ../../docs/overload.png ./overload
+//	go test -run Experiment -overload.experiment -overload.long -overload.out ../results/overload.txt -overload.plot ../../docs/overload.png ./overload
 //
 // from the bench directory (bench/run.sh overload does); docs/overload.md
 // reports the figures.

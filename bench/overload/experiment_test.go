@@ -25,6 +25,8 @@ import (
 )
 
 var (
+	experiment = flag.Bool("overload.experiment", false,
+		"run the overload experiment (about 15 s of real time, or two minutes with -overload.long); bench/run.sh overload does")
 	long = flag.Bool("overload.long", false,
 		"run the full experiment (every layer, both loads, five seconds a run: about two minutes) instead of the short one")
 	outFile = flag.String("overload.out", "", "write the table of results to this file")
@@ -325,7 +327,8 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // the requests served, and the most requests the backend was given at once
 // (its own record).
 //
-// The short version (the default, about 15 s) runs the gate in arrival
+// It runs with -overload.experiment only. The short version (about 15 s)
+// runs the gate in arrival
 // order and in its overload mode at 4 times the capacity and checks, with
 // margins for a loaded machine: the backend never had more than its
 // capacity from the gate; critical requests got at least nine tenths of
@@ -333,6 +336,9 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // order's. -overload.long runs every layer at both loads, five seconds a
 // run, as bench/run.sh overload does.
 func TestOverloadExperiment(t *testing.T) {
+	if !*experiment {
+		t.Skip("a real-time experiment: run it with -overload.experiment (bench/run.sh overload does, and CI's smoke run of that command)")
+	}
 	if raceEnabled {
 		t.Skip("a real-time experiment: under the race detector its figures mean nothing (the plain run checks them)")
 	}
