@@ -33,15 +33,15 @@ func (g *Gate) Acquire(ctx context.Context, c int, n int64) (token.Token, error)
 		panic("overload: Acquire called with a nil Context")
 	}
 	if uint(c) >= uint(g.lay.k) {
-		g.badClass("Acquire", c)
+		panic(badClass{"Acquire", c, g.lay.k})
 	}
 	// The fast path, written out here and in TryAcquire: the compiler
-	// inlines admits but not a loop around it, and a call would cost an
-	// uncontended acquire a tenth more. A CAS that loses a race retries
-	// while the word still admits the request.
+	// inlines fits but not a loop around it, and a call would cost an
+	// uncontended acquire a tenth more. Is the class's way open (W4), and
+	// is there room? A CAS that loses a race retries while that holds.
 	if uint64(n-1) < uint64(g.max) && ctx.Err() == nil {
 		cc := &g.classes[c]
-		for old := g.load(); g.admits(old, cc, n); old = g.load() {
+		for old := g.load(); old&cc.block == 0 && g.fits(old, cc, n); old = g.load() {
 			if g.cas(old, old+word(n)*cc.unit) {
 				return g.tokenFor(c, n), nil
 			}
@@ -62,11 +62,11 @@ func (g *Gate) TryAcquire(c int, n int64) (token.Token, bool) {
 		panic(nilGate("TryAcquire"))
 	}
 	if uint(c) >= uint(g.lay.k) {
-		g.badClass("TryAcquire", c)
+		panic(badClass{"TryAcquire", c, g.lay.k})
 	}
 	if uint64(n-1) < uint64(g.max) {
 		cc := &g.classes[c]
-		for old := g.load(); g.admits(old, cc, n); old = g.load() {
+		for old := g.load(); old&cc.block == 0 && g.fits(old, cc, n); old = g.load() {
 			if g.cas(old, old+word(n)*cc.unit) {
 				return g.tokenFor(c, n), true
 			}
@@ -78,15 +78,16 @@ func (g *Gate) TryAcquire(c int, n int64) (token.Token, bool) {
 	return token.Empty(), true
 }
 
-// admits reports whether the word old lets an arrival of class cc take n
-// permits without the lock: nothing sends the class's arrivals to the lock
-// (W4), the total stays within the limit and the class within its ceiling
-// (layout.admit, written for the fast paths). For a class without a
-// MaxShare the ceiling is the limit, so its test adds nothing but a
-// multiplication. It requires 0 < n ≤ max, so that no count overflows.
-func (g *Gate) admits(old word, cc *classConfig, n int64) bool {
+// fits reports whether the word old has room for n permits of class cc:
+// the total stays within the limit and the class within its ceiling. With
+// the class's block bit clear (W4) it is the fast path's whole test
+// (layout.admit, written for the fast paths, which test the bit
+// themselves). Only a class with a MaxShare below 1 has a ceiling below the
+// limit, so only its arrivals pay for the multiplication that computes it.
+// It requires 0 < n ≤ max, so that no count overflows.
+func (g *Gate) fits(old word, cc *classConfig, n int64) bool {
 	limit := g.lay.limit(old)
-	return old&cc.block == 0 && g.lay.held(old)+n <= limit && g.lay.field(old, cc.shift)+n <= cc.ceilingAt(limit)
+	return g.lay.held(old)+n <= limit && (!cc.ceiled || g.lay.field(old, cc.shift)+n <= cc.ceilingAt(limit))
 }
 
 // isClosed reports whether the gate is closed. Only the slow paths call it.

@@ -65,25 +65,28 @@ const (
 )
 
 // classConfig is a class as the gate uses it. It never changes after New.
+// The fields the fast paths read come first, so that a class's share of
+// them sits in one cache line.
 type classConfig struct {
-	name string
+	block word // the bit that sends the class's arrivals to the lock
+	unit  word // what one permit adds to the word
+	shift uint // where the class's field begins
+	// maxShare is the fixed-point MaxShare, at least the class's own share;
+	// ceiled says that it is below the whole limit.
+	maxShare int64
+	ceiled   bool
 	// cumShare is the fixed-point sum of the shares of this class and the
 	// classes above it; the class's reserve at limit L is
 	// ⌈cumShare·L⌉ − ⌈(previous cumShare)·L⌉, so the reserves add up to
 	// ⌈(sum of shares)·L⌉ ≤ L and rounding favours the higher classes.
 	cumShare int64
 	prevCum  int64
-	// maxShare is the fixed-point MaxShare, at least the class's own share.
-	maxShare int64
-	shift    uint // where the class's field begins
-	unit     word // what one permit adds to the word
-	block    word // the bit that sends the class's arrivals to the lock
+	name     string
 }
 
 // ceilingAt returns the most permits class c may hold at limit L,
 // ⌈maxShare·L⌉: L itself for a class without a MaxShare, whose maxShare is
-// shareOne. It has no branch, so that the fast path checks every class's
-// ceiling at the cost of a multiplication.
+// shareOne.
 func (cc *classConfig) ceilingAt(limit int64) int64 {
 	return (cc.maxShare*limit + shareOne - 1) >> shareBits
 }
@@ -141,6 +144,7 @@ func buildClasses(classes []Class, l *layout) ([MaxClasses]classConfig, error) {
 			cumShare: cum,
 			prevCum:  prev,
 			maxShare: ms,
+			ceiled:   ms < shareOne,
 			shift:    l.shift(c),
 			unit:     l.unit(c),
 			block:    blockBit(c),

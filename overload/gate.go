@@ -310,14 +310,21 @@ func (g *Gate) valid(method string) {
 
 const errZeroGate = "overload: Gate used without New (the zero value is not usable)"
 
-// badClass panics for a class c outside [0, k): the zero Gate, whose k is
-// 0, fails here on its first Acquire or TryAcquire. Outlined, so that the
-// check at the call is a compare and a branch.
-func (g *Gate) badClass(method string, c int) {
-	if g.lay.k == 0 {
-		panic(errZeroGate)
+// badClass is what a method called with a class outside [0, k) panics
+// with; the zero Gate, whose k is 0, fails there on its first Acquire or
+// TryAcquire. Its message is built only when it is printed, and the call
+// site's panic, which the compiler knows never returns, keeps the check a
+// compare and a branch.
+type badClass struct {
+	method string
+	c, k   int
+}
+
+func (e badClass) Error() string {
+	if e.k == 0 {
+		return errZeroGate
 	}
-	panic(fmt.Sprintf("overload: %s called with class %d, outside [0, %d)", method, c, g.lay.k))
+	return fmt.Sprintf("overload: %s called with class %d, outside [0, %d)", e.method, e.c, e.k)
 }
 
 // Classes returns the number of classes of g.

@@ -116,10 +116,10 @@ func newLayout(k int) layout {
 func (l *layout) maxPermits() int64 { return int64(l.mask) }
 
 // held returns the permits held in all, the sum of the class fields.
-func (l *layout) held(w word) int64 { return int64((w & l.classes) * l.sumMul >> l.top) }
+func (l *layout) held(w word) int64 { return int64((w & l.classes) * l.sumMul >> (l.top & 63)) }
 
 // limit returns the live limit.
-func (l *layout) limit(w word) int64 { return int64(w >> l.top) }
+func (l *layout) limit(w word) int64 { return int64(w >> (l.top & 63)) }
 
 // shift returns where class c's field begins.
 func (l *layout) shift(c int) uint { return fieldsShift + uint(c)*l.width }
