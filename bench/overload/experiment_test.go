@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -29,8 +30,9 @@ var (
 		"run the overload experiment (about 15 s of real time, or two minutes with -overload.long); bench/run.sh overload does")
 	long = flag.Bool("overload.long", false,
 		"run the full experiment (every layer, both loads, five seconds a run: about two minutes) instead of the short one")
-	outFile = flag.String("overload.out", "", "write the table of results to this file")
-	plotTo  = flag.String("overload.plot", "", "draw the results to this PNG file")
+	onlyLayers = flag.String("overload.only", "", "with -overload.long, run only the layers whose names this regular expression matches")
+	outFile    = flag.String("overload.out", "", "write the table of results to this file")
+	plotTo     = flag.String("overload.plot", "", "draw the results to this PNG file")
 )
 
 // The backend: capacity slots, each request holding one for service, so it
@@ -349,6 +351,14 @@ func TestOverloadExperiment(t *testing.T) {
 		warmup, measure = time.Second, 5*time.Second
 		layers = []func() layer{gateFIFO, gateCoDel, failsafeLayer, netflixLayer}
 		loads = []float64{2, 4}
+		if *onlyLayers != "" {
+			re := regexp.MustCompile(*onlyLayers)
+			layers = slices.DeleteFunc(layers, func(mk func() layer) bool {
+				l := mk()
+				defer l.stop()
+				return !re.MatchString(l.name)
+			})
+		}
 	}
 	span := warmup + measure
 	// The unloaded figure, with the gate in its overload mode (at half the
