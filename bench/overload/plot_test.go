@@ -42,11 +42,18 @@ func plot(t *testing.T, file string, unloaded summary, results []summary, alone 
 			mixed = append(mixed, s)
 		}
 	}
-	p := panel{img: img, x0: 60, x1: w/2 - 20, y0: 40, y1: h - 60, yMax: perSecond * 1.1}
-	p.axes(fmt.Sprintf("goodput, requests/s (capacity %.0f); dark critical, light sheddable, tick: critical alone", perSecond), 50)
+	p := panel{img: img, x0: 60, x1: w/2 - 20, y0: 60, y1: h - 40, yMax: perSecond * 1.1}
+	p.axes([2]string{fmt.Sprintf("goodput, requests/s (capacity %.0f)", perSecond),
+		"dark: critical, light: sheddable, tick: critical alone"}, 10)
+	group := func(i int) int {
+		if mixed[i].load != mixed[0].load {
+			return 1
+		}
+		return 0
+	}
 	for i, s := range mixed {
 		col := layerColors[s.layer]
-		x := p.bar(i, len(mixed))
+		x := p.bar(i, len(mixed), group(i))
 		p.rect(x, len(mixed), 0, s.goodput[critical], col)
 		p.rect(x, len(mixed), s.goodput[critical], s.goodput[critical]+s.goodput[sheddable], lighter(col))
 		a := alone[s.layer+s.load].goodput[critical]
@@ -57,10 +64,10 @@ func plot(t *testing.T, file string, unloaded summary, results []summary, alone 
 	for _, s := range mixed {
 		maxP99 = max(maxP99, ms(s.p99))
 	}
-	q := panel{img: img, x0: w/2 + 60, x1: w - 150, y0: 40, y1: h - 60, yMax: maxP99 * 1.1}
-	q.axes("p99 of the requests served, ms; dashed: twice the unloaded p99", 100)
+	q := panel{img: img, x0: w/2 + 60, x1: w - 150, y0: 60, y1: h - 40, yMax: maxP99 * 1.1}
+	q.axes([2]string{"p99 of the requests served, ms", "dashed: twice the unloaded p99"}, 100)
 	for i, s := range mixed {
-		x := q.bar(i, len(mixed))
+		x := q.bar(i, len(mixed), group(i))
 		q.rect(x, len(mixed), 0, ms(s.p99), layerColors[s.layer])
 		q.label(x, s.load)
 	}
@@ -72,7 +79,7 @@ func plot(t *testing.T, file string, unloaded summary, results []summary, alone 
 			continue
 		}
 		seen[s.layer] = true
-		y := 60 + 20*row
+		y := 80 + 20*row
 		draw.Draw(img, image.Rect(w-130, y-10, w-115, y), image.NewUniform(layerColors[s.layer]), image.Point{}, draw.Src)
 		text(img, w-108, y, s.layer, color.Black)
 		row++
@@ -93,7 +100,7 @@ func (p panel) y(v float64) int {
 	return p.y1 - int(float64(p.y1-p.y0)*min(v, p.yMax)/p.yMax)
 }
 
-func (p panel) axes(title string, step float64) {
+func (p panel) axes(title [2]string, step float64) {
 	for x := p.x0; x <= p.x1; x++ {
 		p.img.Set(x, p.y1, color.Black)
 	}
@@ -106,7 +113,8 @@ func (p panel) axes(title string, step float64) {
 		}
 		text(p.img, p.x0-45, p.y(v)+4, fmt.Sprintf("%5.0f", v), color.Black)
 	}
-	text(p.img, p.x0-40, p.y0-20, title, color.Black)
+	text(p.img, p.x0-40, p.y0-36, title[0], color.Black)
+	text(p.img, p.x0-40, p.y0-20, title[1], color.Black)
 }
 
 // slot is the width given to each of n bars, with one more slot's gap
@@ -115,14 +123,10 @@ func (p panel) slot(n int) int { return (p.x1 - p.x0) / (n + 2) }
 
 func (p panel) barWidth(n int) int { return p.slot(n) * 2 / 3 }
 
-// bar returns the left edge of the i-th of n bars; the bars are grouped by
-// load, the first half one load and the second the other.
-func (p panel) bar(i, n int) int {
-	x := p.x0 + p.slot(n)/2 + i*p.slot(n)
-	if n > 1 && i >= n/2 {
-		x += p.slot(n)
-	}
-	return x
+// bar returns the left edge of the i-th of n bars, with a slot's gap before
+// the bars of the second load (group 1).
+func (p panel) bar(i, n, group int) int {
+	return p.x0 + p.slot(n)/2 + (i+group)*p.slot(n)
 }
 
 func (p panel) rect(x, n int, from, to float64, col color.Color) {
