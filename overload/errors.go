@@ -46,7 +46,8 @@ var (
 	// a limit above the maximum.
 	ErrExceedsMax = semcontract.ErrExceedsMax
 	// ErrInvalidPermits is returned (wrapped, with the numbers) for a
-	// negative request, and by New for limits outside
+	// negative request or one above MaxPermits(Classes()), for a negative
+	// limit, and by New for limits outside
 	// 0 ≤ limit ≤ max ≤ MaxPermits(len(classes)).
 	ErrInvalidPermits = semcontract.ErrInvalidPermits
 	// ErrInvalidClasses is returned (wrapped, with the reason) by New for

@@ -17,8 +17,9 @@ import (
 // A request of class c for n permits is admitted at once, in one
 // compare-and-swap of the gate's word, when the permits held in all stay
 // within the limit, class c stays within its ceiling (⌈MaxShare × limit⌉),
-// and no waiter is queued that the request must not overtake. Otherwise it
-// waits, and Acquire returns a token once the permits are granted to it.
+// no waiter is queued that the request must not overtake, and no class
+// above sheds the classes below (WithCoDel). Otherwise it waits, and
+// Acquire returns a token once the permits are granted to it.
 // The global limit is never exceeded by an admission: the total, the
 // class's count and the limit are read and changed in the same CAS.
 //
