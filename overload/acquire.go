@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/atomicsem/atomicsem/internal/hook"
 	"github.com/atomicsem/atomicsem/token"
 )
 
@@ -42,6 +43,7 @@ func (g *Gate) Acquire(ctx context.Context, c int, n int64) (token.Token, error)
 	if uint64(n-1) < uint64(g.max) && ctx.Err() == nil {
 		cc := &g.classes[c]
 		for old := g.load(); old&cc.block == 0 && g.fits(old, cc, n); old = g.load() {
+			hook.At(hook.BeforeCAS)
 			if g.cas(old, old+word(n)*cc.unit) {
 				return g.tokenFor(c, n), nil
 			}
@@ -67,6 +69,7 @@ func (g *Gate) TryAcquire(c int, n int64) (token.Token, bool) {
 	if uint64(n-1) < uint64(g.max) {
 		cc := &g.classes[c]
 		for old := g.load(); old&cc.block == 0 && g.fits(old, cc, n); old = g.load() {
+			hook.At(hook.BeforeCAS)
 			if g.cas(old, old+word(n)*cc.unit) {
 				return g.tokenFor(c, n), true
 			}

@@ -165,16 +165,14 @@ func TestStarvationBoundServesALowerClassOncePerBound(t *testing.T) {
 		// Three critical workers keep the limit of 2 full, each holding
 		// its permit for hold and asking again at once.
 		defer workers(g, 0, 3, hold)()
-		time.Sleep(time.Millisecond)
-		arrived := time.Now()
+		time.Sleep(hold + hold/7) // off every instant a worker releases at
 		sheddable := start(t, bg, g, 1, 1)
 		time.Sleep(bound - time.Millisecond)
 		sheddable.waits(t)
+		// Served within the bound plus one hold: at the first release
+		// after the bound.
 		time.Sleep(hold + time.Millisecond)
-		tok := sheddable.granted(t)
-		waited := time.Since(arrived)
-		require.LessOrEqual(t, waited, bound+hold, "served within the bound plus one hold")
-		tok.Release()
+		sheddable.granted(t).Release()
 		// A stream of sheddable waiters gets one grant per bound, no more.
 		var grants []time.Duration
 		from := time.Now()

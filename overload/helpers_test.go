@@ -97,12 +97,17 @@ func heldBy(g *overload.Gate) []int64 {
 
 // workers starts n goroutines that take one permit of class c, hold it for
 // hold and ask again, until the function it returns is called; that
-// function stops them and waits until they have returned.
+// function stops them and waits until they have returned. The workers
+// start hold/n apart, so that no two of them release at the same instant
+// of the bubble's clock: a release at the instant another worker has
+// released but not yet asked again would find no critical waiter, and
+// which runs first is up to the scheduler.
 func workers(g *overload.Gate, c, n int, hold time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for range n {
+	for i := range n {
 		wg.Go(func() {
+			time.Sleep(time.Duration(i) * hold / time.Duration(n))
 			for ctx.Err() == nil {
 				tok, err := g.Acquire(ctx, c, 1)
 				if err != nil {
