@@ -31,6 +31,12 @@
 #             million keys against a cap of 100,000
 #   keyedhttp keyed.Middleware against go-chi/httprate
 #             (BenchmarkKeyedHTTP), with -cpu 1,2
+#   overload  package overload: the priority gate's admission beside an
+#             uncontended atomicsem acquire of the same limit
+#             (BenchmarkGateAdmission), and the overload experiment through
+#             real HTTP (TestOverloadExperiment -overload.long in
+#             bench/overload: results/overload-experiment.txt, and the plot
+#             docs/overload.png; about two minutes of real time)
 #   rediscredit  the Redis credit backend against go-redis/redis_rate at 1,
 #             16 and 64 goroutines, on a redis-server the test binary
 #             starts (BenchmarkTrySpend in bench/rediscredit; skipped
@@ -69,14 +75,14 @@ CPU=${CPU:-}
 RESULTS=${RESULTS:-results}
 TABLES=${TABLES:-}
 BENCHSTAT=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20250813145418-2f7363a06fe1)
-ALL_GROUPS=(core credit group adaptive adaptivehttp etcdsem keyed keyedmem keyedhttp rediscredit)
+ALL_GROUPS=(core credit group adaptive adaptivehttp etcdsem keyed keyedmem keyedhttp overload rediscredit)
 
 # group_pkg and group_pattern say where a group's benchmarks are and which
 # they are, and tables how benchstat shows them. A new group is a line in
 # each of the three and in ALL_GROUPS.
 group_pkg() {
 	case $1 in
-	core | credit | group | keyed | keyedmem | keyedhttp) echo . ;;
+	core | credit | group | keyed | keyedmem | keyedhttp | overload) echo . ;;
 	adaptive | adaptivehttp) echo ./adaptive ;;
 	etcdsem) echo ../etcdsem ;;
 	rediscredit) echo ./rediscredit ;;
@@ -94,6 +100,7 @@ group_pattern() {
 	keyed) echo '^BenchmarkKeyedRequest$' ;;
 	keyedmem) echo '^BenchmarkKeyed(NewKey|Heap|Attack|AtCap)$' ;;
 	keyedhttp) echo '^BenchmarkKeyedHTTP$' ;;
+	overload) echo '^BenchmarkGateAdmission$' ;;
 	rediscredit) echo '^BenchmarkTrySpend$' ;;
 	esac
 }
@@ -162,6 +169,7 @@ tables() {
 		"${BENCHSTAT[@]}" -filter '.name:KeyedAtCap' -col /impl "$raw"
 		;;
 	keyedhttp) "${BENCHSTAT[@]}" -col '/impl@(httprate keyed)' "$raw" ;;
+	overload) "${BENCHSTAT[@]}" -col '/impl@(atomicsem gate-1 gate-2 gate-4)' "$raw" ;;
 	rediscredit) "${BENCHSTAT[@]}" -col '/impl@(redis_rate rediscredit ping)' "$raw" ;;
 	esac
 }
@@ -288,4 +296,26 @@ for g in "${run[@]}"; do
 	(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^TestPlot' \
 		-adaptive.plot "$plots/adaptive-follow.png" -adaptive.failureplot "$plots/adaptive-failure.png") >/dev/null
 	echo "run.sh: wrote $plots/adaptive-follow.png and $plots/adaptive-failure.png" >&2
+done
+
+# The overload group also runs the overload experiment, in real time over
+# loopback HTTP, once (its runs are seconds long and reported as they are),
+# and draws its plot. A smoke run of this command (BENCHTIME=1x, as CI's)
+# runs the experiment's short version instead, about 15 seconds.
+for g in "${run[@]}"; do
+	[ "$g" = overload ] || continue
+	long=-overload.long
+	[ "$BENCHTIME" = 1x ] && long=
+	(cd overload && go test -c -o "$OLDPWD/out/overloadexp.test" .)
+	plots=$PWD/../docs
+	[ "$RESULTS" = results ] || plots=$(cd "$RESULTS" && pwd)
+	{
+		echo "# the overload experiment (TestOverloadExperiment -overload.experiment ${long:-(its short version)} in bench/overload), real time over loopback HTTP"
+		header "$g" | sed -n 2,3p
+		echo
+		(cd overload && "$OLDPWD/out/overloadexp.test" -test.run '^TestOverloadExperiment$' -test.timeout 20m \
+			-overload.experiment $long -overload.out /dev/stdout -overload.plot "$plots/overload.png" |
+			grep -v -e '^PASS$' -e '^ok ')
+	} >"$RESULTS/overload-experiment.txt"
+	echo "run.sh: wrote $RESULTS/overload-experiment.txt and $plots/overload.png" >&2
 done
