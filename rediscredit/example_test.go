@@ -50,7 +50,7 @@ func Example() {
 // every worker: Spend waits for its credit, in the order the workers
 // claimed it.
 func ExampleLimiter_Spend() {
-	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	partner, _ := rediscredit.New(rdb, 100, 1)
 	ctx := context.Background()
@@ -66,7 +66,7 @@ func ExampleLimiter_Spend() {
 // what it did cost once it is known; the rest goes back to the bucket,
 // never above the burst.
 func ExampleReservation_Settle() {
-	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	tokens, _ := rediscredit.New(rdb, 1000, 8000) // model tokens a second, per tenant
 	ctx := context.Background()
@@ -81,7 +81,7 @@ func ExampleReservation_Settle() {
 // Fail-open: while Redis is unreachable, each of the fleet's 4 processes
 // spends from a bucket of its own at a quarter of the rate.
 func ExampleWithFallback() {
-	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	l, _ := rediscredit.New(rdb, 100, 100, rediscredit.WithFallback(0.25))
 	res, err := l.TrySpend(context.Background(), "search", 1)

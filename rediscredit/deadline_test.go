@@ -1,0 +1,323 @@
+package rediscredit_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/atomicsem/atomicsem/internal/faultnet"
+	"github.com/atomicsem/atomicsem/rediscredit"
+)
+
+// proxied returns a proxy in front of the shared server, closed when t
+// ends.
+func proxied(t testing.TB) *faultnet.Proxy {
+	t.Helper()
+	srv := needServer(t)
+	p, err := faultnet.New(srv.addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// readmeClient returns a client of addr with the options the README shows
+// (every other option at go-redis's default), closed when t ends.
+func readmeClient(t testing.TB, addr string, hooks ...redis.Hook) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	for _, h := range hooks {
+		c.AddHook(h)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// A way for Redis to be down, as a proxy in front of it shows it to the
+// client: every connection refused, every byte swallowed, or every
+// connection reset as soon as it carries a request.
+type outage struct {
+	name  string
+	start func(t *testing.T, p *faultnet.Proxy) (stop func())
+}
+
+var outages = []outage{
+	{"refused", func(t *testing.T, p *faultnet.Proxy) func() {
+		require.NoError(t, p.Refuse(true))
+		p.Reset()
+		return func() { require.NoError(t, p.Refuse(false)) }
+	}},
+	{"black-holed", func(t *testing.T, p *faultnet.Proxy) func() {
+		p.BlackHole(true)
+		return func() { p.BlackHole(false); p.Reset() }
+	}},
+	{"reset", func(t *testing.T, p *faultnet.Proxy) func() {
+		return resetEveryRequest(p)
+	}},
+}
+
+// resetEveryRequest makes p reset each connection as soon as its client
+// sends anything, until the returned function is called.
+func resetEveryRequest(p *faultnet.Proxy) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	p.Hold()
+	go func() {
+		defer close(done)
+		for p.Wait(ctx, func(s faultnet.Stats) bool { return s.Held > 0 }) == nil {
+			p.Reset()
+			p.DiscardLate()
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		p.Release()
+		p.Reset()
+		p.DiscardLate()
+	}
+}
+
+// trips is a go-redis hook that records the last script call (EVALSHA or
+// EVAL): when it began and ended, and the deadline it ran under.
+type trips struct {
+	mu                     sync.Mutex
+	began, ended, deadline time.Time
+}
+
+func (h *trips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *trips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *trips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name != "evalsha" && name != "eval" {
+			return next(ctx, cmd)
+		}
+		began := time.Now()
+		dl, _ := ctx.Deadline()
+		err := next(ctx, cmd)
+		h.mu.Lock()
+		h.began, h.ended, h.deadline = began, time.Now(), dl
+		h.mu.Unlock()
+		return err
+	}
+}
+
+func (h *trips) last() (began, ended, deadline time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.began, h.ended, h.deadline
+}
+
+// With Redis down, a call with a 50 ms deadline ends at it: a Limiter that
+// fails closed returns ErrUnavailable (matching context.DeadlineExceeded
+// too when the deadline ended the round trip), and one that falls back
+// decides locally before the deadline, its round trip having run under a
+// deadline a fifth of the time left earlier. The client has the options
+// the README shows.
+//
+// A loaded machine can wake the client late after its deadline, by more
+// than the fallback's fifth; so the decision is required before the
+// deadline on every call whose round trip ended with a tenth of the time
+// still left, and on at least two calls in three in all (every call on a
+// quiet machine); the round trip's own deadline is checked on every call.
+// Each case makes 12 calls, 12 a second of $REDISCREDIT_FAULTS if set.
+func TestRedisDownDecidesWithinTheDeadline(t *testing.T) {
+	const deadline = 50 * time.Millisecond
+	calls := int(12 * faultsDuration(t).Seconds())
+	for _, o := range outages {
+		for _, open := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/fallback=%v", o.name, open), func(t *testing.T) {
+				p := proxied(t)
+				var h trips
+				c := readmeClient(t, p.Addr(), &h)
+				var opts []rediscredit.Option
+				if open {
+					opts = append(opts, rediscredit.WithFallback(0.5))
+				}
+				l, err := rediscredit.New(c, 1000, 1000, opts...)
+				require.NoError(t, err)
+				k := key(t)
+				res, err := l.TrySpend(context.Background(), k, 1)
+				require.NoError(t, err)
+				require.False(t, res.Local)
+
+				stop := o.start(t, p)
+				defer stop()
+				ops := []func(context.Context) (rediscredit.Result, error){
+					func(ctx context.Context) (rediscredit.Result, error) { return l.TrySpend(ctx, k, 1) },
+					func(ctx context.Context) (rediscredit.Result, error) { return l.Spend(ctx, k, 1) },
+					func(ctx context.Context) (rediscredit.Result, error) {
+						r, res, err := l.TryReserve(ctx, k, 1)
+						if r != nil {
+							_, _ = r.Release(ctx)
+						}
+						return res, err
+					},
+				}
+				var slowest time.Duration
+				inTime := 0
+				for i := range calls {
+					ctx, cancel := context.WithTimeout(context.Background(), deadline)
+					dl, _ := ctx.Deadline()
+					start := time.Now()
+					res, err := ops[i%len(ops)](ctx)
+					took := time.Since(start)
+					cancel()
+					slowest = max(slowest, took)
+					began, ended, tripDeadline := h.last()
+					require.False(t, began.Before(start), "call %d made no round trip", i)
+					if !open {
+						require.ErrorIs(t, err, rediscredit.ErrUnavailable, "call %d", i)
+						if took >= deadline {
+							require.ErrorIs(t, err, context.DeadlineExceeded, "call %d", i)
+						}
+						require.Equal(t, dl, tripDeadline, "call %d: the round trip ran under another deadline", i)
+						require.Less(t, took, deadline+250*time.Millisecond, "call %d: ErrUnavailable long after the deadline", i)
+						continue
+					}
+					// The round trip's deadline is dl − (dl − t)/5 for the t
+					// at which the call made it, between start and began.
+					require.False(t, tripDeadline.Before(dl.Add(-dl.Sub(start)/5)), "call %d", i)
+					require.False(t, tripDeadline.After(dl.Add(-dl.Sub(began)/5)), "call %d: the round trip left the fallback less than a fifth", i)
+					if err == nil {
+						require.True(t, res.Local, "call %d", i)
+					} else {
+						// A Spend whose deadline has passed when its round
+						// trip ends does not wait for local credit.
+						require.ErrorIs(t, err, rediscredit.ErrUnavailable, "call %d", i)
+						require.ErrorIs(t, err, context.DeadlineExceeded, "call %d", i)
+					}
+					if err == nil && res.Time.Before(dl) {
+						inTime++
+					} else {
+						require.False(t, ended.Before(dl.Add(-deadline/10)),
+							"call %d: the round trip ended %v before the deadline, and the fallback did not decide before it (%v)",
+							i, dl.Sub(ended), err)
+					}
+				}
+				if open {
+					t.Logf("%d calls, %d decided before the deadline, the slowest returned after %v", calls, inTime, slowest)
+					require.GreaterOrEqual(t, inTime, 2*calls/3, "the fallback decided after the deadline on most calls")
+				} else {
+					t.Logf("%d calls, the slowest returned after %v", calls, slowest)
+				}
+			})
+		}
+	}
+}
+
+// A client that would not end a call at its context's deadline is refused
+// by New, naming the option; one that would is taken, and a call through
+// it ends at the deadline when the server answers nothing (a black hole),
+// where go-redis's defaults would wait out the 5 s read timeout.
+func TestNewRefusesAClientThatIgnoresDeadlines(t *testing.T) {
+	p := proxied(t)
+	tests := []struct {
+		name    string
+		client  redis.Scripter
+		refused bool
+	}{
+		{"Client/defaults", redis.NewClient(&redis.Options{Addr: p.Addr()}), true},
+		{"Client/ContextTimeoutEnabled", redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true}), false},
+		{"Client/ReadTimeout=-1", redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true, ReadTimeout: -1}), false},
+		{"Client/ReadTimeout=-2", redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true, ReadTimeout: -2}), true},
+		{"Client/WriteTimeout=-2", redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true, WriteTimeout: -2}), true},
+		{"ClusterClient/defaults", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{p.Addr()}}), true},
+		{"ClusterClient/ContextTimeoutEnabled", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{p.Addr()}, ContextTimeoutEnabled: true}), false},
+		{"ClusterClient/ReadTimeout=-2", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{p.Addr()}, ContextTimeoutEnabled: true, ReadTimeout: -2}), true},
+		{"Ring/defaults", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": p.Addr()}}), true},
+		{"Ring/ContextTimeoutEnabled", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": p.Addr()}, ContextTimeoutEnabled: true}), false},
+		{"Ring/ReadTimeout=-2", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": p.Addr()}, ContextTimeoutEnabled: true, ReadTimeout: -2}), true},
+	}
+	for _, tt := range tests {
+		t.Cleanup(func() { _ = tt.client.(interface{ Close() error }).Close() })
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := rediscredit.New(tt.client, 10, 10)
+			if tt.refused {
+				require.ErrorIs(t, err, rediscredit.ErrIgnoresDeadlines)
+				require.Nil(t, l)
+				return
+			}
+			require.NoError(t, err)
+		})
+	}
+
+	// The calls of a client New takes end at their deadline with Redis
+	// answering nothing.
+	c := tests[1].client.(*redis.Client)
+	l, err := rediscredit.New(c, 10, 10)
+	require.NoError(t, err)
+	_, err = l.TrySpend(context.Background(), key(t), 1)
+	require.NoError(t, err)
+	p.BlackHole(true)
+	const deadline = 300 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	start := time.Now()
+	_, err = l.TrySpend(ctx, key(t), 1)
+	took := time.Since(start)
+	require.ErrorIs(t, err, rediscredit.ErrUnavailable)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, took, deadline+deadline/2)
+}
+
+// A request whose answer is lost (the connection resets after Redis
+// applied it) is not sent again by the client, whose MaxRetries would
+// otherwise retry it: Redis spent its credit once, and the call fails (or
+// falls back) at once. A second application would spend twice, or, for a
+// Spend giving its claim back, give back twice: mint.
+func TestLostAnswerIsNotSentAgain(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback=%v", open), func(t *testing.T) {
+			p := proxied(t)
+			var opts []rediscredit.Option
+			if open {
+				opts = append(opts, rediscredit.WithFallback(1))
+			}
+			l, err := rediscredit.New(readmeClient(t, p.Addr()), 0, 100, opts...)
+			require.NoError(t, err)
+			direct, err := rediscredit.New(client(t, needServer(t).addr()), 0, 100)
+			require.NoError(t, err)
+			k := key(t)
+			require.NoError(t, client(t, needServer(t).addr()).Del(context.Background(), k).Err())
+			_, err = l.TrySpend(context.Background(), k, 1)
+			require.NoError(t, err)
+
+			p.Delay(faultnet.Down, time.Minute)
+			lost := make(chan struct{})
+			go func() {
+				defer close(lost)
+				_ = p.Wait(context.Background(), func(s faultnet.Stats) bool { return s.Queued[faultnet.Down] > 0 })
+				p.Delay(faultnet.Down, 0)
+				p.Reset()
+				p.DiscardLate()
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			start := time.Now()
+			res, err := l.TrySpend(ctx, k, 1)
+			took := time.Since(start)
+			<-lost
+			if open {
+				require.NoError(t, err)
+				require.True(t, res.Local)
+			} else {
+				require.ErrorIs(t, err, rediscredit.ErrUnavailable)
+			}
+			require.Less(t, took, time.Second)
+			st, err := direct.Stats(context.Background(), k)
+			require.NoError(t, err)
+			require.Equal(t, int64(98), st.Balance, "Redis applied the request other than once")
+		})
+	}
+}
