@@ -292,11 +292,15 @@ func TestLostAnswerIsNotSentAgain(t *testing.T) {
 			require.NoError(t, client(t, needServer(t).addr()).Del(context.Background(), k).Err())
 			_, err = l.TrySpend(context.Background(), k, 1)
 			require.NoError(t, err)
+			// The proxy counts the answer as forwarded a moment after the
+			// client has it.
+			require.NoError(t, p.Wait(context.Background(), func(s faultnet.Stats) bool { return s.Queued == [2]int{} }))
 
 			p.Delay(faultnet.Down, time.Minute)
 			lost := make(chan struct{})
 			go func() {
 				defer close(lost)
+				// Redis has answered: the request was applied.
 				_ = p.Wait(context.Background(), func(s faultnet.Stats) bool { return s.Queued[faultnet.Down] > 0 })
 				p.Delay(faultnet.Down, 0)
 				p.Reset()
