@@ -218,110 +218,6 @@ func checkBound(t *testing.T, grants []grant, rate float64, burst int64, share f
 	checkWithin(t, "all grants", grants, burst+localBurst, rate+share*rate)
 }
 
-// Redis flaps while four callers spend from one key, rate 1, burst 10,
-// WithFallback(0.5): the credit granted by Redis and by the fallback
-// together stays within burst + ⌊share·burst⌋ + ⌊(1+share)·rate·w⌋ in
-// every window w, however often Redis fails: 1 call in 2, 1 in 10, 1 in
-// 100, each failing call reset before or after Redis applied it, or
-// answered after its deadline, or not at all.
-func TestFlappingFallbackIsBounded(t *testing.T) {
-	srv := needServer(t)
-	d := faultsDuration(t)
-	const rate, burst, share = 1, 10, 0.5
-	shapes := []fault{resetBefore, resetAfter, late, unanswered}
-	for _, every := range []int64{2, 10, 100} {
-		t.Run(fmt.Sprintf("1in%d", every), func(t *testing.T) {
-			var f faults
-			f.set(func(call int64) fault {
-				if call%every != 0 {
-					return answered
-				}
-				return shapes[(call/every)%int64(len(shapes))]
-			})
-			l, err := rediscredit.New(client(t, srv.addr(), &f), rate, burst, rediscredit.WithFallback(share))
-			require.NoError(t, err)
-			k := key(t)
-			require.NoError(t, client(t, srv.addr()).Del(context.Background(), k).Err())
-			grants := flap(t, l, k, 4, d)
-			local := 0
-			for _, g := range grants {
-				if g.local {
-					local++
-				}
-			}
-			t.Logf("1 call in %d failing, %v: %d calls, %d credits granted (%d by the fallback), at most %d in one second; bound for one second: %d",
-				every, d, f.calls.Load(), len(grants), local, maxIn(grants, time.Second),
-				burst+int64(burst*share)+int64(math.Floor((1+share)*rate)))
-			checkBound(t, grants, rate, burst, share)
-		})
-	}
-}
-
-// The real network flaps between Redis and one client: a proxy that, every
-// few milliseconds, resets every connection, swallows everything, refuses
-// connections, delays answers past the deadline, or passes everything. The
-// same bound holds.
-func TestFlappingNetworkFallbackIsBounded(t *testing.T) {
-	srv := needServer(t)
-	d := faultsDuration(t)
-	const rate, burst, share = 1, 10, 0.5
-	p := proxied(t)
-	l, err := rediscredit.New(readmeClient(t, p.Addr()), rate, burst, rediscredit.WithFallback(share))
-	require.NoError(t, err)
-	k := key(t)
-	require.NoError(t, client(t, srv.addr()).Del(context.Background(), k).Err())
-
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	var faultsInjected [5]int
-	go func() {
-		defer close(done)
-		rng := rand.New(rand.NewPCG(1, 2))
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(5+rng.IntN(20)) * time.Millisecond):
-			}
-			what := rng.IntN(5)
-			faultsInjected[what]++
-			switch what {
-			case 0:
-				p.Reset()
-				p.DiscardLate()
-			case 1:
-				p.BlackHole(true)
-				time.Sleep(20 * time.Millisecond)
-				p.BlackHole(false)
-				p.Reset()
-			case 2:
-				require.NoError(t, p.Refuse(true))
-				p.Reset()
-				time.Sleep(20 * time.Millisecond)
-				require.NoError(t, p.Refuse(false))
-			case 3:
-				p.Delay(faultnet.Down, 60*time.Millisecond)
-				time.Sleep(20 * time.Millisecond)
-				p.Delay(faultnet.Down, 0)
-			}
-		}
-	}()
-	grants := flap(t, l, k, 4, d)
-	close(stop)
-	<-done
-	local := 0
-	for _, g := range grants {
-		if g.local {
-			local++
-		}
-	}
-	t.Logf("%v through a flapping proxy (%d resets, %d black holes, %d refusals, %d delays, %d healthy spells): %d credits granted (%d by the fallback), at most %d in one second",
-		d, faultsInjected[0], faultsInjected[1], faultsInjected[2], faultsInjected[3], faultsInjected[4],
-		len(grants), local, maxIn(grants, time.Second))
-	require.Positive(t, local, "the fallback never decided")
-	checkBound(t, grants, rate, burst, share)
-}
-
 // A key's fallback bucket keeps its state while Redis answers in between:
 // spent empty in one outage, it is still empty in the next.
 func TestFallbackKeepsItsStateAcrossFlaps(t *testing.T) {
@@ -487,6 +383,114 @@ func TestFallbackBurst(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Local && res.OK)
 	require.Equal(t, int64(atomicsem.MaxPermits-1), res.Balance)
+}
+
+// Redis flaps while four callers spend from one key, rate 1, burst 10,
+// WithFallback(0.5): the credit granted by Redis and by the fallback
+// together stays within burst + ⌊share·burst⌋ + ⌊(1+share)·rate·w⌋ in
+// every window w, however often Redis fails: 1 call in 2, 1 in 10, 1 in
+// 100, each failing call reset before or after Redis applied it, or
+// answered after its deadline, or not at all.
+func TestFlappingFallbackIsBounded(t *testing.T) {
+	srv := needServer(t)
+	d := faultsDuration(t)
+	const rate, burst, share = 1, 10, 0.5
+	shapes := []fault{resetBefore, resetAfter, late, unanswered}
+	for _, every := range []int64{2, 10, 100} {
+		t.Run(fmt.Sprintf("1in%d", every), func(t *testing.T) {
+			var f faults
+			f.set(func(call int64) fault {
+				if call%every != 0 {
+					return answered
+				}
+				return shapes[(call/every)%int64(len(shapes))]
+			})
+			l, err := rediscredit.New(client(t, srv.addr(), &f), rate, burst, rediscredit.WithFallback(share))
+			require.NoError(t, err)
+			k := key(t)
+			require.NoError(t, client(t, srv.addr()).Del(context.Background(), k).Err())
+			grants := flap(t, l, k, 4, d)
+			local := 0
+			for _, g := range grants {
+				if g.local {
+					local++
+				}
+			}
+			t.Logf("1 call in %d failing, %v: %d calls, %d credits granted (%d by the fallback), at most %d in one second; bound for one second: %d",
+				every, d, f.calls.Load(), len(grants), local, maxIn(grants, time.Second),
+				burst+int64(burst*share)+int64(math.Floor((1+share)*rate)))
+			checkBound(t, grants, rate, burst, share)
+		})
+	}
+}
+
+// The real network flaps between Redis and one client: a proxy that, every
+// few milliseconds, resets every connection, swallows everything, refuses
+// connections, delays answers past the deadline, or passes everything. The
+// same bound holds.
+func TestFlappingNetworkFallbackIsBounded(t *testing.T) {
+	srv := needServer(t)
+	d := faultsDuration(t)
+	const rate, burst, share = 1, 10, 0.5
+	p := proxied(t)
+	l, err := rediscredit.New(readmeClient(t, p.Addr()), rate, burst, rediscredit.WithFallback(share))
+	require.NoError(t, err)
+	k := key(t)
+	require.NoError(t, client(t, srv.addr()).Del(context.Background(), k).Err())
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var faultsInjected [5]int
+	go func() {
+		defer close(done)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(5+rng.IntN(20)) * time.Millisecond):
+			}
+			what := rng.IntN(5)
+			faultsInjected[what]++
+			switch what {
+			case 0:
+				p.Reset()
+				p.DiscardLate()
+			case 1:
+				p.BlackHole(true)
+				time.Sleep(20 * time.Millisecond)
+				p.BlackHole(false)
+				p.Reset()
+			case 2:
+				if err := p.Refuse(true); err != nil {
+					t.Error(err)
+				}
+				p.Reset()
+				time.Sleep(20 * time.Millisecond)
+				if err := p.Refuse(false); err != nil {
+					t.Error(err)
+				}
+			case 3:
+				p.Delay(faultnet.Down, 60*time.Millisecond)
+				time.Sleep(20 * time.Millisecond)
+				p.Delay(faultnet.Down, 0)
+			}
+		}
+	}()
+	grants := flap(t, l, k, 4, d)
+	close(stop)
+	<-done
+	local := 0
+	for _, g := range grants {
+		if g.local {
+			local++
+		}
+	}
+	t.Logf("%v through a flapping proxy (%d resets, %d black holes, %d refusals, %d delays, %d healthy spells): %d credits granted (%d by the fallback), at most %d in one second",
+		d, faultsInjected[0], faultsInjected[1], faultsInjected[2], faultsInjected[3], faultsInjected[4],
+		len(grants), local, maxIn(grants, time.Second))
+	require.Positive(t, local, "the fallback never decided")
+	checkBound(t, grants, rate, burst, share)
 }
 
 // The fallback's memory is bounded by its cap: 300,000 keys fall back, at
