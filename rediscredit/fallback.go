@@ -38,7 +38,10 @@ const DefaultFallbackMaxKeys = 1 << 16
 //
 // A local decision is made before the call's deadline: a round trip of a
 // Limiter that falls back gets four fifths of the time left until its
-// context's deadline, and the rest is the fallback's.
+// context's deadline, and the rest is the fallback's (a process kept off
+// the CPU for longer than that fifth decides late by the difference). A
+// Spend whose deadline has passed when its round trip fails does not wait
+// for local credit, and returns the round trip's ErrUnavailable.
 func WithFallback(share float64) Option {
 	return func(l *Limiter) error {
 		if !(share > 0 && share <= 1) {
