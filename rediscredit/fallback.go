@@ -189,12 +189,22 @@ func (f *fallback) trySpend(l *Limiter, key string, n int64, unavailable error) 
 }
 
 // spend decides a Spend of n credits of key locally, waiting for the local
-// bucket's credit, after Redis failed with unavailable; it returns
-// unavailable if ctx is done already (the round trip took its time), if
-// the table has no room for key, or if the local burst is under n, so
-// that no wait could cover it.
+// bucket's credit, after Redis failed with unavailable. It returns
+// unavailable if ctx's deadline has passed already (the round trip took
+// its time; wrapping context.DeadlineExceeded), if the table has no room
+// for key, or if the local burst is under n, so that no wait could cover
+// it; and ctx.Err() if ctx was cancelled.
 func (f *fallback) spend(ctx context.Context, l *Limiter, key string, n int64, unavailable error) (Result, error) {
-	if ctx.Err() != nil || n > f.burst(l.burst) {
+	if err := ctx.Err(); err != nil {
+		switch {
+		case !errors.Is(err, context.DeadlineExceeded):
+			return Result{}, err
+		case !errors.Is(unavailable, err):
+			unavailable = fmt.Errorf("%w: %w", unavailable, err)
+		}
+		return Result{}, unavailable
+	}
+	if n > f.burst(l.burst) {
 		return Result{}, unavailable
 	}
 	f.mu.Lock()

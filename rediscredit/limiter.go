@@ -30,11 +30,13 @@
 // the request; delay what it carries, or swallow it (a black hole); stop
 // answering; restart, or not be ready. Under each of these:
 //
-//   - A call ends by its context's deadline. A round trip that fails for
-//     want of Redis returns an error matching ErrUnavailable, and one that
-//     the deadline ended matches context.DeadlineExceeded as well; a
-//     cancelled context returns ctx.Err(), and an error reply from the
-//     server (the key holds something else) comes back as it is.
+//   - A call ends by its context's deadline (but for a Spend that gives
+//     back a claim, which takes one more round trip of at most a second).
+//     A round trip that fails for want of Redis returns an error matching
+//     ErrUnavailable, and one that the deadline ended matches
+//     context.DeadlineExceeded as well; a cancelled context returns
+//     ctx.Err(), and an error reply from the server (the key holds
+//     something else) comes back as it is.
 //   - No request is sent twice. A request whose answer was lost may have
 //     been applied: its credit is then spent in Redis and granted to no
 //     one, which loses credit and never mints it. In every window of
