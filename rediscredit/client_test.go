@@ -90,7 +90,7 @@ func TestNewRefusesAClientThatIgnoresDeadlines(t *testing.T) {
 	took := time.Since(start)
 	require.ErrorIs(t, err, rediscredit.ErrUnavailable)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.Less(t, took, deadline+deadline/2)
+	require.Less(t, took, deadline+time.Second, "go-redis's defaults wait 5 s")
 }
 
 // A request whose answer is lost (the connection resets after Redis
@@ -140,7 +140,7 @@ func TestLostAnswerIsNotSentAgain(t *testing.T) {
 			} else {
 				require.ErrorIs(t, err, rediscredit.ErrUnavailable)
 			}
-			require.Less(t, took, time.Second)
+			require.Less(t, took, 2*time.Second, "the call waited for its 5 s deadline")
 			st, err := direct.Stats(context.Background(), k)
 			require.NoError(t, err)
 			require.Equal(t, int64(98), st.Balance, "Redis applied the request other than once")
