@@ -68,7 +68,7 @@ func Example() {
 // every worker: Spend waits for its credit, in the order the workers
 // claimed it.
 func ExampleLimiter_Spend() {
-	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr()})
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr(), ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	partner, _ := rediscredit.New(rdb, 100, 1)
 	ctx := context.Background()
@@ -91,7 +91,7 @@ func ExampleLimiter_Spend() {
 // what it did cost once it is known; the rest goes back to the bucket,
 // never above the burst.
 func ExampleReservation_Settle() {
-	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr()})
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr(), ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	tokens, _ := rediscredit.New(rdb, 1000, 8000) // model tokens a second, per tenant
 	ctx := context.Background()
@@ -118,7 +118,7 @@ func ExampleReservation_Settle() {
 // Fail-open: while Redis is unreachable, each of the fleet's 4 processes
 // spends from a bucket of its own at a quarter of the rate and burst.
 func ExampleWithFallback() {
-	rdb := redis.NewClient(&redis.Options{Addr: exampleDownAddr(), MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: exampleDownAddr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	l, _ := rediscredit.New(rdb, 100, 100, rediscredit.WithFallback(0.25))
 	res, err := l.TrySpend(context.Background(), "search", 1)

@@ -23,10 +23,67 @@
 // any of them waits. TryReserve holds credit until the Reservation is settled, for
 // work whose cost is known only afterwards.
 //
-// When Redis cannot be reached, calls return an error matching
-// ErrUnavailable (fail-closed), unless the Limiter was made WithFallback,
-// which spends from a local credit.Bucket per key at a share of the rate
-// instead (fail-open). See docs/fleet.md for the trade-off and the costs.
+// # Faults
+//
+// A call is one round trip, and the network or the server may fail it in
+// any way: refuse or reset the connection, before or after Redis applied
+// the request; delay what it carries, or swallow it (a black hole); stop
+// answering; restart, or not be ready. Under each of these:
+//
+//   - A call ends by its context's deadline (but for a Spend that gives
+//     back a claim, which takes one more round trip of at most a second).
+//     A round trip that fails for want of Redis returns an error matching
+//     ErrUnavailable, and one that the deadline ended matches
+//     context.DeadlineExceeded as well; a cancelled context returns
+//     ctx.Err(), and an error reply from the server (the key holds
+//     something else) comes back as it is.
+//   - No request is sent twice. A request whose answer was lost may have
+//     been applied: its credit is then spent in Redis and granted to no
+//     one, which loses credit and never mints it. In every window of
+//     length w of Redis's clock, Redis grants a key at most
+//     burst + ⌊rate·w⌋, across the fleet, whatever the faults.
+//   - A server that restarts without persistence has lost its buckets, and
+//     each comes back full: up to one more burst per key.
+//
+// What a call does when Redis is unavailable is chosen per Limiter. By
+// default it fails closed: it returns the error, and the caller refuses
+// the request. A Limiter made WithFallback fails open: the call is decided
+// by a bucket of its key in this process, at a share of the rate and the
+// burst, before the call's deadline, and Result.Local says so. A key's
+// local bucket keeps its state across outages, so the fail-open is bounded
+// however often Redis fails: in any window of length w, a key is granted
+// at most burst + ⌊rate·w⌋ by Redis plus, by each process that falls back,
+// max(⌊share·burst⌋, 1) + ⌊share·rate·w⌋ by its fallback. The fallback
+// keeps the buckets of at most DefaultFallbackMaxKeys keys (see
+// WithFallbackMaxKeys), about 160 bytes each.
+//
+// # Client settings
+//
+// The client must end a call at its context's deadline: for go-redis's
+// *redis.Client, *redis.ClusterClient and *redis.Ring, ContextTimeoutEnabled
+// set, and no ReadTimeout or WriteTimeout of -2. Without them a call to a
+// server that stops answering waits for the client's ReadTimeout (5 s by
+// default) whatever its deadline, so New refuses such a client with an
+// error matching ErrIgnoresDeadlines. Through these clients the Limiter
+// sends its commands with retries off, so that no request is applied
+// twice, and MaxRetries does not apply to them. The other settings are
+// the caller's: against a server that refuses connections, go-redis dials
+// DialerRetries times (5 by default, 100 ms apart) within the call's
+// deadline before the call fails (once PoolSize dials have failed, it
+// fails calls at once until a dial succeeds); with DialerRetries: 1 such
+// a call fails, or falls back, at once.
+//
+//	rdb := redis.NewClient(&redis.Options{
+//		Addr:                  "redis:6379",
+//		ContextTimeoutEnabled: true, // required: a call ends at its deadline
+//		DialerRetries:         1,    // a refused connection fails the call at once
+//	})
+//
+// A client of another type (a wrapper that implements redis.Scripter) is
+// taken as it is: for the promises above, it must end a call at its
+// context's deadline, and not retry it (MaxRetries: -1).
+//
+// See docs/fleet.md for the trade-offs, the costs and how it is tested.
 package rediscredit
 
 import (
@@ -51,9 +108,17 @@ import (
 // on the balance is exact in float64 up to it.
 const MaxBurst = 1 << 40
 
-// ErrUnavailable is returned (wrapped, with the cause) when Redis does not
-// answer: no connection, a timeout, or a server not ready to serve.
-var ErrUnavailable = errors.New("rediscredit: redis unavailable")
+var (
+	// ErrUnavailable is returned (wrapped, with the cause) when Redis does
+	// not answer: no connection, a reset, a timeout, or a server not ready
+	// to serve. When the call's deadline ended the round trip, the error
+	// matches context.DeadlineExceeded too.
+	ErrUnavailable = errors.New("rediscredit: redis unavailable")
+	// ErrIgnoresDeadlines is returned (wrapped, with the option to set) by
+	// New for a client whose options say it would not end a call at its
+	// context's deadline.
+	ErrIgnoresDeadlines = errors.New("rediscredit: the client does not end a call at its context's deadline")
+)
 
 // A Limiter spends credit from buckets kept in Redis, one per key. Its
 // methods are safe for concurrent use, and any number of Limiters, in any
@@ -68,6 +133,8 @@ type Limiter struct {
 	burst  int64
 	hold   time.Duration
 	local  *fallback // nil: fail closed
+	// localKeys is WithFallbackMaxKeys's cap, 0 if not given.
+	localKeys int64
 }
 
 // An Option configures a Limiter in New.
@@ -87,22 +154,6 @@ func WithHold(d time.Duration) Option {
 	}
 }
 
-// WithFallback makes the Limiter fail open: while Redis is unavailable,
-// each key spends from a bucket in this process at share of the rate and
-// of the burst (at least 1), made full at the first call that fails, and
-// dropped once Redis answers again. share must be in (0, 1]; a fleet of N
-// processes that must not exceed the rate together uses 1/N. Without
-// WithFallback a Limiter fails closed: calls return ErrUnavailable.
-func WithFallback(share float64) Option {
-	return func(l *Limiter) error {
-		if !(share > 0 && share <= 1) {
-			return fmt.Errorf("rediscredit: fallback share %v is outside (0, 1]", share)
-		}
-		l.local = newFallback(share)
-		return nil
-	}
-}
-
 // New returns a Limiter of buckets that accrue rate credits per second up
 // to burst, kept in Redis through client (a *redis.Client, a
 // *redis.ClusterClient or a *redis.Ring). A bucket not yet in Redis is
@@ -112,8 +163,11 @@ func WithFallback(share float64) Option {
 // New returns an error matching credit.ErrInvalidRate for a negative or
 // NaN rate, credit.ErrInvalidBurst for a burst outside [1, MaxBurst] or one
 // that takes credit.MaxFill or longer to accrue at the rate (as credit.New
-// does), and the option's error for an invalid option. It sends nothing to
-// Redis. It is a run-time error if client is nil (a nil interface, or a nil
+// does), the option's error for an invalid option (and for
+// WithFallbackMaxKeys without WithFallback), and ErrIgnoresDeadlines for a
+// go-redis client whose options would not end a call at its context's
+// deadline (see the package documentation). It sends nothing to Redis. It
+// is a run-time error if client is nil (a nil interface, or a nil
 // *redis.Client or other pointer in it) or an option is nil.
 func New(client redis.Scripter, rate float64, burst int64, opts ...Option) (*Limiter, error) {
 	if isNil(client) {
@@ -134,6 +188,12 @@ func New(client redis.Scripter, rate float64, burst int64, opts ...Option) (*Lim
 		if err := opt(l); err != nil {
 			return nil, err
 		}
+	}
+	if err := l.local.init(l.localKeys); err != nil {
+		return nil, err
+	}
+	if err := checkClient(client); err != nil {
+		return nil, err
 	}
 	l.rate.Store(l.newRate(rate))
 	return l, nil
@@ -280,14 +340,15 @@ func (l *Limiter) check(op string, ctx context.Context, n int64) error {
 // with the bucket's state in one round trip (Stats's), or the fallback's
 // if Redis is unavailable and the Limiter falls back.
 func (l *Limiter) nothing(ctx context.Context, key string) (Result, error) {
-	r, err := l.run(ctx, opStats, key, 0, 0, -1)
+	tctx, cancel := l.trip(ctx)
+	r, err := l.run(tctx, opStats, key, 0, 0, -1)
+	cancel()
 	if err != nil {
 		if l.local != nil && errors.Is(err, ErrUnavailable) {
-			return l.local.trySpend(l, key, 0), nil
+			return l.local.trySpend(l, key, 0, err)
 		}
 		return Result{}, err
 	}
-	l.local.recovered()
 	res := r.result()
 	res.OK = true
 	return res, nil
@@ -304,7 +365,9 @@ func (l *Limiter) nothing(ctx context.Context, key string) (Result, error) {
 // n < 0 (matching atomicsem.ErrInvalidPermits) or n above the burst
 // (matching atomicsem.ErrExceedsMax), and for a done ctx (ctx.Err());
 // after one, it returns an error matching ErrUnavailable if Redis did not
-// answer (unless the Limiter falls back), ctx.Err() if ctx ended the call,
+// answer in time (and context.DeadlineExceeded too if ctx's deadline ended
+// the round trip), unless the Limiter falls back, ctx.Err() if ctx was
+// cancelled,
 // and Redis's error reply if the key holds something else. It is a
 // run-time error if ctx is nil.
 func (l *Limiter) TrySpend(ctx context.Context, key string, n int64) (Result, error) {
@@ -314,14 +377,15 @@ func (l *Limiter) TrySpend(ctx context.Context, key string, n int64) (Result, er
 	if n == 0 {
 		return l.nothing(ctx, key)
 	}
-	r, err := l.run(ctx, opSpend, key, n, 0, -1)
+	tctx, cancel := l.trip(ctx)
+	r, err := l.run(tctx, opSpend, key, n, 0, -1)
+	cancel()
 	if err != nil {
 		if l.local != nil && errors.Is(err, ErrUnavailable) {
-			return l.local.trySpend(l, key, n), nil
+			return l.local.trySpend(l, key, n, err)
 		}
 		return Result{}, err
 	}
-	l.local.recovered()
 	return r.result(), nil
 }
 
@@ -354,14 +418,15 @@ func (l *Limiter) Spend(ctx context.Context, key string, n int64) (Result, error
 		if dl, ok := ctx.Deadline(); ok {
 			limit = max(time.Until(dl).Microseconds(), 0)
 		}
-		r, err := l.run(ctx, opClaim, key, n, 0, limit)
+		tctx, cancel := l.trip(ctx)
+		r, err := l.run(tctx, opClaim, key, n, 0, limit)
+		cancel()
 		if err != nil {
 			if l.local != nil && errors.Is(err, ErrUnavailable) {
-				return l.local.spend(ctx, l, key, n)
+				return l.local.spend(ctx, l, key, n, err)
 			}
 			return Result{}, err
 		}
-		l.local.recovered()
 		res := r.result()
 		switch r.ok {
 		case 1:

@@ -43,14 +43,15 @@ func (l *Limiter) TryReserve(ctx context.Context, key string, n int64) (*Reserva
 		}
 		return &Reservation{l: l, key: key}, res, nil
 	}
-	r, err := l.run(ctx, opReserve, key, n, 0, -1)
+	tctx, cancel := l.trip(ctx)
+	r, err := l.run(tctx, opReserve, key, n, 0, -1)
+	cancel()
 	if err != nil {
 		if l.local != nil && errors.Is(err, ErrUnavailable) {
-			return l.local.tryReserve(l, key, n)
+			return l.local.tryReserve(l, key, n, err)
 		}
 		return nil, Result{}, err
 	}
-	l.local.recovered()
 	res := r.result()
 	if !res.OK {
 		return nil, res, nil

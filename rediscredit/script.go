@@ -294,15 +294,26 @@ func (l *Limiter) call(ctx context.Context, args []any) (string, error) {
 	}
 	cmd := redis.NewStringCmd(ctx, args...)
 	cmd.SetFirstKeyPos(3)
-	err := l.proc.Process(ctx, cmd)
+	err := l.proc.Process(ctx, onceCmd{cmd})
 	if redis.HasErrorPrefix(err, "NOSCRIPT") {
 		args[0], args[1] = "eval", scriptSource
 		cmd = redis.NewStringCmd(ctx, args...)
 		cmd.SetFirstKeyPos(3)
-		err = l.proc.Process(ctx, cmd)
+		err = l.proc.Process(ctx, onceCmd{cmd})
 	}
 	return cmd.Val(), err
 }
+
+// onceCmd is a command that the client sends at most once: go-redis
+// retries a command whose connection failed (MaxRetries), and a request
+// whose answer was lost may have been applied, so that a second one would
+// spend, claim or give back its credit twice. The call fails instead, with
+// ErrUnavailable, at once rather than after the client's retries. (A
+// NOSCRIPT answer is not a failure: call sends EVAL then.)
+type onceCmd struct{ *redis.StringCmd }
+
+// NoRetry tells go-redis not to send the command again.
+func (onceCmd) NoRetry() bool { return true }
 
 // word returns the i-th little-endian float64 of s as an integer.
 func word(s string, i int) int64 {
@@ -313,17 +324,28 @@ func word(s string, i int) int64 {
 	return int64(math.Float64frombits(u))
 }
 
-// classify turns a failed round trip into the error a caller sees: ctx.Err()
-// if the context ended it, an error reply from the server as it is, and
-// anything else (no connection, a timeout, a server not ready) as
-// ErrUnavailable.
+// classify turns a failed round trip into the error a caller sees: an
+// error reply from the server as it is; ctx.Err() if ctx was cancelled
+// (the caller gave up); and anything else, a round trip that ctx's
+// deadline ended included, as ErrUnavailable, wrapping the deadline's
+// error too, so that it matches context.DeadlineExceeded.
 func classify(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-		return ctxErr
-	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) && !unavailableReply(rerr.Error()) {
 		return fmt.Errorf("rediscredit: %w", err)
+	}
+	ctxErr := ctx.Err()
+	if dl, ok := ctx.Deadline(); ok && ctxErr == nil && !time.Now().Before(dl) {
+		// The socket's deadline, set to ctx's, can pass before ctx's own
+		// timer has fired.
+		ctxErr = context.DeadlineExceeded
+	}
+	switch {
+	case ctxErr == nil:
+	case !errors.Is(ctxErr, context.DeadlineExceeded):
+		return ctxErr
+	case !errors.Is(err, ctxErr):
+		return fmt.Errorf("%w: %w: %w", ErrUnavailable, ctxErr, err)
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
