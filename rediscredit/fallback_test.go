@@ -380,7 +380,7 @@ func TestFallbackBurst(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Local && res.OK, "a local burst of at least 1")
 
-	l, err = rediscredit.New(c, 1, rediscredit.MaxBurst, rediscredit.WithFallback(1))
+	l, err = rediscredit.New(c, 1000, rediscredit.MaxBurst, rediscredit.WithFallback(1))
 	require.NoError(t, err)
 	res, err = l.TrySpend(ctx, key(t), 1)
 	require.NoError(t, err)
