@@ -163,6 +163,7 @@ type refill struct {
 	cap             int64     // the largest block, from the fleet's reservations
 	demand          float64   // credit spent per second, smoothed
 	window          int64     // credit spent since looked
+	boost           int64     // the least block while callers find the pool short
 	looked, active  time.Time // the last measure of the demand, and the last look that saw a spend
 }
 
@@ -564,18 +565,26 @@ func (le *Lease) step() time.Duration {
 	// Credit past its validity may be dropped by Redis at any moment:
 	// close the pool, so that nothing more is spent from it, and count
 	// all of it as spent.
-	if s.mine > 0 && !now.Before(s.valid) {
+	if lim > 0 && !s.valid.IsZero() && !now.Before(s.valid) {
 		le.expire(p)
 		p = le.pool.Load()
 		lim = 0
 	}
 
-	block := min(max(int64(math.Ceil(s.demand*le.interval.Seconds())), 1), s.cap, le.max)
+	avail := lim - p.Held()
+	need := le.wanted.Load() - avail
+	// A pool that callers find short doubles its block at each look, as a
+	// demand that rose faster than it is measured would need; the boost
+	// halves at each look that finds nobody short.
+	if need > 0 {
+		s.boost = min(max(2*s.boost, 1), s.cap)
+	} else {
+		s.boost /= 2
+	}
+	block := min(max(int64(math.Ceil(s.demand*le.interval.Seconds())), s.boost, 1), s.cap, le.max)
 	low := max(block/4, 1)
 	le.block.Store(block)
 	le.low.Store(low)
-	avail := lim - p.Held()
-	need := le.wanted.Load() - avail
 	active := now.Sub(s.active) < le.interval
 	var want, give int64
 	if (active && avail < low || need > 0) && now.UnixNano() >= le.dry.Load() {
@@ -631,7 +640,7 @@ func (le *Lease) trip(p *atomicsem.Semaphore, want, give int64) time.Duration {
 
 	sent := time.Now()
 	deadline := sent.Add(leaseTrip)
-	if s.mine > 0 && s.valid.Before(deadline) {
+	if !s.valid.IsZero() && s.valid.Before(deadline) {
 		// Back by the validity's end, so that an expired pool is closed
 		// in time.
 		deadline = s.valid

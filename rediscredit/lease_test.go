@@ -581,3 +581,114 @@ func TestLeaseManyGoroutinesGetExactlyTheBucket(t *testing.T) {
 	require.LessOrEqual(t, total.Load(), int64(10000))
 	require.Greater(t, total.Load(), int64(9000), "credit left unspent")
 }
+
+// A lease that has lost Redis stops spending what it holds before Redis
+// could drop its reservation: no spend succeeds after Redis has dropped
+// it (which a direct client sees as the bucket's reservations at 0),
+// however much the pool still holds.
+func TestLeaseStopsServingBeforeRedisDropsIt(t *testing.T) {
+	ctx := context.Background()
+	k := key(t)
+	const hold = 400 * time.Millisecond
+	f := newFaultLease(t, k, 0, 1000, hold)
+	defer f.le.Close(ctx)
+	direct, err := rediscredit.New(client(t, f.px.Target()), 0, 1000, rediscredit.WithHold(hold))
+	require.NoError(t, err)
+	require.NoError(t, client(t, f.px.Target()).Del(ctx, k).Err())
+	for range 40 {
+		ok, err := f.le.TrySpend(ctx, 1)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.Eventually(t, func() bool { return f.le.Stats().Balance > 100 }, time.Second, time.Millisecond)
+	require.NoError(t, f.px.Refuse(true))
+	f.px.Reset()
+	cut := time.Now()
+	held := f.le.Stats().Balance
+	var served int64
+	var last, dropped time.Duration
+	for time.Since(cut) < 3*hold && dropped == 0 {
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		ok, err := f.le.TrySpend(cctx, 1)
+		cancel()
+		if ok {
+			served++
+			last = time.Since(cut)
+		} else {
+			require.ErrorIs(t, err, rediscredit.ErrUnavailable)
+		}
+		res, err := direct.Stats(ctx, k)
+		require.NoError(t, err)
+		if res.Reserved == 0 {
+			dropped = time.Since(cut)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("held %d when cut off; served %d, the last %v after the cut; Redis dropped the reservation %v after it (hold %v)",
+		held, served, last.Round(time.Millisecond), dropped.Round(time.Millisecond), hold)
+	require.Positive(t, served)
+	require.Positive(t, dropped, "Redis never dropped the reservation")
+	require.Less(t, served, held, "the pool ran dry: the test shows nothing")
+	require.Less(t, last, dropped, "credit served after Redis dropped it")
+	require.NoError(t, f.px.Refuse(false))
+}
+
+// Answers lost to resets, after Redis applied the call or before it got
+// there, neither mint credit nor spend it twice: four leases, one call in
+// three reset after it was applied and one in seven before it arrived,
+// keep the law on every spend.
+func TestLeaseLostAnswersMintNothing(t *testing.T) {
+	srv := needServer(t)
+	d := fleetDuration(t)
+	const rate, burst = 5000, 500
+	k := key(t)
+	require.NoError(t, client(t, srv.addr()).Del(context.Background(), k).Err())
+	var mu sync.Mutex
+	var spends []time.Duration
+	var lost int64
+	var wg sync.WaitGroup
+	end := time.Now().Add(d)
+	for g := range 4 {
+		var f faults
+		f.set(func(call int64) fault {
+			switch {
+			case call%3 == 0:
+				return resetAfter
+			case call%7 == 0:
+				return resetBefore
+			}
+			return answered
+		})
+		l, err := rediscredit.New(client(t, srv.addr(), &f), rate, burst)
+		require.NoError(t, err)
+		le, err := l.Lease(k, rediscredit.WithLeaseInterval(20*time.Millisecond))
+		require.NoError(t, err)
+		wg.Go(func() {
+			ctx := context.Background()
+			var mine []time.Duration
+			for time.Now().Before(end) {
+				ok, err := le.TrySpend(ctx, int64(g%2+1))
+				if err != nil {
+					require.ErrorIs(t, err, rediscredit.ErrUnavailable)
+					continue
+				}
+				if ok {
+					at := micros(time.Now())
+					for range g%2 + 1 {
+						mine = append(mine, at)
+					}
+				}
+			}
+			_ = le.Close(ctx)
+			mu.Lock()
+			spends = append(spends, mine...)
+			lost += f.count[resetAfter].Load() + f.count[resetBefore].Load()
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	t.Logf("4 leases, %v: %d credits spent at rate %d and burst %d; %d answers lost", d, len(spends), rate, burst, lost)
+	require.Positive(t, lost)
+	require.Greater(t, len(spends), burst, "too few spends for the check to mean much")
+	require.NoError(t, credittest.CheckWindows(rate, burst, spends))
+}
