@@ -250,7 +250,22 @@ func (le *Lease) trySpendSlow(ctx context.Context, n int64) (bool, error) {
 	} else {
 		wctx, cancel := le.l.trip(ctx)
 		le.wanted.Add(n)
-		err = le.waitRound(wctx, le.nextRound())
+		target := le.nextRound()
+		for {
+			done, werr := le.waitRound(wctx, target)
+			if done {
+				err = werr
+				break
+			}
+			if lim, ok := le.pool.Load().TryForget(n); ok {
+				le.wanted.Add(-n)
+				cancel()
+				if lim < le.low.Load() {
+					le.wake()
+				}
+				return true, nil
+			}
+		}
 		le.wanted.Add(-n)
 		cancel()
 	}
@@ -397,25 +412,40 @@ func (le *Lease) nextRound() uint64 {
 	return n
 }
 
-// waitRound waits until round trip n has ended and returns the error of
-// the last one ended, or ctx's error if ctx ends first.
-func (le *Lease) waitRound(ctx context.Context, n uint64) error {
-	for {
-		le.mu.Lock()
-		done, ch, err, closed := le.finished >= n, le.round, le.lastErr, le.closed
-		le.mu.Unlock()
-		switch {
-		case done:
-			return err
-		case closed:
-			return ErrLeaseClosed
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+// waitRound waits until round trip n has ended, or the refill has looked
+// at the pool and found it covers the callers that wait (it then wakes
+// them without a round trip), and reports whether round trip n has ended
+// and the error of the last one that has, nil if it succeeded; or ctx's
+// error (or ErrLeaseClosed) and true if ctx ends (or the lease closes)
+// first.
+func (le *Lease) waitRound(ctx context.Context, n uint64) (bool, error) {
+	le.mu.Lock()
+	done, ch, err, closed := le.finished >= n, le.round, le.lastErr, le.closed
+	le.mu.Unlock()
+	switch {
+	case done:
+		return true, err
+	case closed:
+		return true, ErrLeaseClosed
 	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return true, ctx.Err()
+	}
+	le.mu.Lock()
+	done, err = le.finished >= n, le.lastErr
+	le.mu.Unlock()
+	return done, err
+}
+
+// poke wakes the callers waiting for a round trip, without one: they look
+// at the pool again.
+func (le *Lease) poke() {
+	le.mu.Lock()
+	close(le.round)
+	le.round = make(chan struct{})
+	le.mu.Unlock()
 }
 
 // LeaseStats is a snapshot of a Lease.
@@ -603,14 +633,10 @@ func (le *Lease) step() time.Duration {
 	// that no spent credit stays reserved.
 	due := s.mine > 0 && (!now.Before(s.refresh) || !active && s.unsent > 0)
 	if want == 0 && give == 0 && !due {
-		if le.wanted.Load() > 0 {
-			// A caller waits for a round trip, and the pool covers it
-			// already (a top-up ended after it looked): this look is its
-			// round.
-			le.mu.Lock()
-			le.started++
-			le.mu.Unlock()
-			le.ended(nil)
+		if need <= 0 && le.wanted.Load() > 0 {
+			// Callers wait for a round trip, and the pool covers them
+			// already (a top-up ended after they looked).
+			le.poke()
 		}
 		if d := time.Duration(le.dry.Load() - now.UnixNano()); d > 0 && need > 0 {
 			return d
@@ -640,7 +666,7 @@ func (le *Lease) trip(p *atomicsem.Semaphore, want, give int64) time.Duration {
 
 	sent := time.Now()
 	deadline := sent.Add(leaseTrip)
-	if !s.valid.IsZero() && s.valid.Before(deadline) {
+	if s.valid.After(sent) && s.valid.Before(deadline) {
 		// Back by the validity's end, so that an expired pool is closed
 		// in time.
 		deadline = s.valid
@@ -738,5 +764,6 @@ func (le *Lease) expire(p *atomicsem.Semaphore) {
 	s.look(lim)
 	s.unsent += lim // dropped unspent: reported as spent, never given back
 	s.raised, s.lowered, s.used = 0, 0, 0
+	s.valid = time.Time{}
 	le.pool.Store(atomicsem.MustNew(0, le.max))
 }
