@@ -234,49 +234,47 @@ func (le *Lease) TrySpend(ctx context.Context, n int64) (bool, error) {
 }
 
 // trySpendSlow is TrySpend when the pool does not cover n, outlined so
-// that the fast path can be inlined.
+// that the fast path can be inlined. It waits for round trips until the
+// pool covers n, Redis says it has not the credit, or a round trip fails:
+// a pool that other spends emptied again after a top-up is no answer.
 func (le *Lease) trySpendSlow(ctx context.Context, n int64) (bool, error) {
 	if err := le.check(ctx, n); err != nil || n == 0 {
 		return err == nil, err
 	}
+	wctx, cancel := le.l.trip(ctx)
+	defer cancel()
+	le.wanted.Add(n)
+	defer le.wanted.Add(-n)
 	var err error
-	if time.Now().UnixNano() < le.dry.Load() {
-		// Redis said a moment ago that it has nothing to grant, or could
-		// not be reached: answer as it did.
-		le.wake()
-		if p := le.dryErr.Load(); p != nil {
+	for err == nil {
+		if lim, ok := le.pool.Load().TryForget(n); ok {
+			if lim < le.low.Load() {
+				le.wake()
+			}
+			return true, nil
+		}
+		if time.Now().UnixNano() < le.dry.Load() {
+			// Redis said a moment ago that it has nothing to grant, or
+			// could not be reached: answer as it did.
+			le.wake()
+			p := le.dryErr.Load()
+			if p == nil {
+				return false, nil
+			}
 			err = *p
+			break
 		}
-	} else {
-		wctx, cancel := le.l.trip(ctx)
-		le.wanted.Add(n)
-		target := le.nextRound()
-		for {
-			done, werr := le.waitRound(wctx, target)
-			if done {
-				err = werr
-				break
-			}
-			if lim, ok := le.pool.Load().TryForget(n); ok {
-				le.wanted.Add(-n)
-				cancel()
-				if lim < le.low.Load() {
-					le.wake()
-				}
-				return true, nil
-			}
+		// Wait for the next round trip, or for the refill to find the
+		// pool covers the callers, and look again.
+		if done, werr := le.waitRound(wctx, le.nextRound()); done {
+			err = werr
 		}
-		le.wanted.Add(-n)
-		cancel()
 	}
 	if lim, ok := le.pool.Load().TryForget(n); ok {
 		if lim < le.low.Load() {
 			le.wake()
 		}
 		return true, nil
-	}
-	if err == nil {
-		return false, nil
 	}
 	if err = le.unavailable(ctx, err); le.l.local != nil && errors.Is(err, ErrUnavailable) {
 		res, err := le.l.local.trySpend(le.l, le.key, n, err)
