@@ -272,6 +272,12 @@ func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error)
 		// its way to serve it.
 		if s.mayTakeLocked(old, n) || (w != nil && old.Available() >= n) {
 			if taken, ok := old.Acquire(n, state.ClosedBit); ok {
+				if w != nil {
+					// A woken waiter settles: with none left on its way,
+					// the word turns eligible again if a waiter fits.
+					eligible := s.fitsLocked(old) && (old.Starving() || !s.wakeOnItsWayLocked())
+					taken = taken.WithQueue(state.QueueOf(old.Queued(), eligible, old.Starving()))
+				}
 				hook.At(hook.BeforeCAS)
 				if s.cas(old, taken) {
 					return true, nil
@@ -283,8 +289,13 @@ func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error)
 		// release and limit change from now on sees it and comes to serve
 		// the queue. A request above the limit does not make the queue
 		// eligible: no release can serve it, so arrivals need not queue
-		// behind it.
-		eligible := old.Eligible() || n <= old.Limit()
+		// behind it. Nor does one queued while a woken waiter is on its
+		// way (barging): that waiter serves the queue when it settles.
+		// (The word's own eligible state cannot say whether a queued
+		// waiter fits while one is on its way, nor just after the waiter
+		// that was on its way has settled: the index does.)
+		eligible := (s.fitsLocked(old) || n <= old.Limit()) &&
+			(old.Starving() || !s.wakeOnItsWayLocked())
 		queued := old.WithQueue(state.QueueOf(true, eligible, old.Starving()))
 		hook.At(hook.BeforeCAS)
 		if queued == old || s.cas(old, queued) {

@@ -5,8 +5,9 @@ import "fmt"
 // QueueFlagsError checks invariants I6 and I9 of the state word (see
 // internal/state): with the queue lock free, the queue state is queued or
 // higher iff the queue is non-empty, eligible or higher iff a queued waiter
-// asks for no more than the limit, and the idle flag is set iff WaitIdle
-// callers wait, and never with nothing held; and the word's own invariants
+// asks for no more than the limit and, in barging mode unless starving, no
+// woken waiter is on its way; the idle flag is set iff WaitIdle callers
+// wait, and never with nothing held; and the word's own invariants
 // (CheckInvariants). It returns a description of the first mismatch, or ""
 // if there is none. It takes the lock, so it sees the queue between two
 // operations.
@@ -18,7 +19,10 @@ func QueueFlagsError(s *Semaphore) string {
 	for q := s.queue.head; q != nil; q = q.next {
 		eligible = eligible || q.want() <= w.Limit()
 	}
+	eligible = eligible && (w.Starving() || s.queue.woken == 0)
 	switch {
+	case s.queue.woken < 0 || (!s.barging() && s.queue.woken != 0):
+		return fmt.Sprintf("%d woken waiters on their way", s.queue.woken)
 	case w.Queued() != !s.queue.empty():
 		return "queued flag disagrees with the queue"
 	case w.Eligible() != eligible:

@@ -71,12 +71,16 @@ var (
 // soon as the limit admits it.
 //
 // With WithBarging, arrivals may take free permits even while waiters are
-// parked, and a release wakes as many front waiters as the free permits
-// could serve, to compete for them instead of being handed them. This saves
-// a context switch per permit under contention. An arrival that finds the
-// permits taken spins briefly before it queues, as sync.Mutex does, when
-// more than one CPU could be returning them. A woken waiter that loses
-// goes back to its place in arrival order. Once the waiter that a release
+// parked, and a release wakes as many front waiters as the permits it
+// frees could serve, to compete for them instead of being handed them.
+// This saves a context switch per permit under contention. While woken
+// waiters are on their way to the permits, releases wake nobody more and
+// take no lock; the waiters, once they have taken the permits or lost them,
+// wake the next round, as sync.Mutex wakes no second waiter while one it
+// woke is on its way. An arrival that finds the permits taken spins
+// briefly before it queues, as sync.Mutex does, when more than one CPU
+// could be returning them. A woken waiter that loses goes back to its
+// place in arrival order. Once the waiter that a release
 // would serve next has waited longer than the starvation bound, the
 // semaphore turns to FIFO hand-off; it turns back when it grants a waiter
 // that has waited less than the bound, or when no waiter that fits under the
