@@ -689,3 +689,38 @@ func TestScenarioBargingReleaseWakesForThePermitAnArrivalTook(t *testing.T) {
 		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
 	})
 }
+
+// Bug shape: in barging mode releases wake nobody while a woken waiter is
+// on its way, so the permits they return meanwhile wait for that waiter.
+// If it settles without serving the queue, a waiter that fits in the
+// permits left free stays parked beside them until some later release,
+// which may never come. Here the second holder releases while the first
+// waiter is stopped on its way; once that waiter has taken one permit, it
+// must wake the second waiter for the other.
+func TestScenarioBargingSettledWaiterWakesTheNextForPermitsLeftFree(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 2, 2, atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour))
+		h1, h2 := mustTake(t, s, 1), mustTake(t, s, 1)
+		first := park(t, s, t.Context(), 1)
+		second := park(t, s, t.Context(), 1)
+
+		var wakes atomic.Int32
+		st := installStopper(t, func(site hook.Site) bool {
+			return site == hook.AfterWake && wakes.Add(1) == 1
+		})
+		h1.Release() // wakes first, which stops on its way
+		require.Equal(t, hook.AfterWake, st.waitStop())
+		h2.Release() // returns its permit without the lock and wakes nobody
+		synctest.Wait()
+		requireReturned(t, []*pendingAcquire{first, second})
+
+		st.resume()
+		synctest.Wait()
+		requireGranted(t, first, 1)
+		requireGranted(t, second, 1, "a permit was left free beside a parked waiter: %+v", s.Stats())
+		requireQueueFlags(t, s)
+		first.tok.Release()
+		second.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 2, Limit: 2, Max: 2}, s.Stats())
+	})
+}
