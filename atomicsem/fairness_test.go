@@ -292,3 +292,30 @@ func releaseAsServed(t *testing.T, pending ...*pendingAcquire) {
 		pending = append(pending[:i], pending[i+1:]...)
 	}
 }
+
+// TestBargingSettledWaiterWakesTheNextForPermitsLeftFree is the plain-build
+// companion of the scenario of that name (scenario_hooks_test.go): both
+// holders release one after the other, the second, as a rule, while the
+// first waiter it woke is still on its way, so that the second waiter is
+// left for the first to wake when it settles. A settle that does not
+// serve the queue leaves the second parked beside a free permit, with
+// every goroutine of the bubble blocked: synctest reports the deadlock.
+func TestBargingSettledWaiterWakesTheNextForPermitsLeftFree(t *testing.T) {
+	for range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			s := mustNew(t, 2, 2, atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour))
+			h1, h2 := mustTake(t, s, 1), mustTake(t, s, 1)
+			first := park(t, s, t.Context(), 1)
+			second := park(t, s, t.Context(), 1)
+			h1.Release() // wakes first
+			h2.Release() // usually while first is on its way: wakes nobody
+			<-first.done
+			<-second.done
+			requireGranted(t, first, 1)
+			requireGranted(t, second, 1)
+			first.tok.Release()
+			second.tok.Release()
+			require.Equal(t, atomicsem.Stats{Available: 2, Limit: 2, Max: 2}, s.Stats())
+		})
+	}
+}
