@@ -41,7 +41,14 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 	var w *waiter
 	bubbled := false
 	if 0 < n && n <= MaxPermits && !isDone(ctx) {
-		if s.acquireFast(n) {
+		if c := s.cache; c != nil {
+			// The permit cache's fast path, written out here so that a
+			// stripe with the permits costs no call (see cache.go).
+			home := c.home()
+			if st := &c.stripes[home]; st.take(n) || s.acquireCachedSlow(st, n) {
+				return s.cachedTokenFor(n, home), nil
+			}
+		} else if s.acquireFast(n) {
 			return s.tokenFor(n), nil
 		}
 		bubbled = inBubble()
@@ -115,8 +122,17 @@ func (s *Semaphore) TryAcquire(n int64) (token.Token, bool) {
 	if s == nil {
 		panic(nilSemaphore("TryAcquire"))
 	}
-	if 0 < n && n <= MaxPermits && s.acquireFast(n) {
-		return s.tokenFor(n), true
+	if 0 < n && n <= MaxPermits {
+		if c := s.cache; c != nil {
+			home := c.home()
+			if c.stripes[home].take(n) {
+				return s.cachedTokenFor(n, home), true
+			}
+			return s.tryAcquireCached(n, home)
+		}
+		if s.acquireFast(n) {
+			return s.tokenFor(n), true
+		}
 	}
 	return s.tryAcquireSlow(n)
 }
@@ -199,6 +215,7 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64, bubbled bool) (*wa
 		return nil, nil
 	}
 	s.mu.Lock()
+	s.drainLocked() // no waiter parks beside cached permits
 	took, err := s.takeOrQueueLocked(n, nil)
 	if took || err != nil {
 		s.mu.Unlock()

@@ -210,15 +210,3 @@ func goRelease(tok *token.Token) <-chan struct{} {
 	}()
 	return released
 }
-
-// requireReturned checks exactly which of ps have returned, by index.
-func requireReturned(t *testing.T, ps []*pendingAcquire, want ...int) {
-	t.Helper()
-	var got []int
-	for i, p := range ps {
-		if p.returned() {
-			got = append(got, i)
-		}
-	}
-	require.Equal(t, want, got, "indexes of the waiters that have returned")
-}

@@ -47,10 +47,20 @@ func (s *Semaphore) WaitIdle(ctx context.Context) error {
 	if s.load().Held() == 0 {
 		return nil
 	}
+	if s.cache != nil {
+		// The word counts cached permits as held: return them to it
+		// before deciding, so that an idle semaphore answers nil whatever
+		// ctx says.
+		s.drain()
+		if s.load().Held() == 0 {
+			return nil
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
+	s.drainLocked() // cached permits are held by no token
 	for {
 		old := s.load()
 		if old.Held() == 0 {

@@ -87,6 +87,35 @@ func BenchmarkParallel(b *testing.B) {
 	}
 }
 
+// gateLimit is the limit of BenchmarkGate: thousands of permits, as a
+// server's limit on requests in flight has.
+const gateLimit = 10_000
+
+// BenchmarkGate measures the gate a server puts on every request: GOMAXPROCS
+// goroutines take and return one permit of a limit of gateLimit, which no
+// acquire waits for, as BenchmarkParallel does, beside a semaphore made
+// WithPermitCache (atomicsem-cache) and the one-word floors. With one
+// goroutine (-cpu 1) it is the cost of the cache's fast paths next to the
+// word's; with many, that of a line per core against one line for all.
+func BenchmarkGate(b *testing.B) {
+	for _, im := range pick("atomicsem", "atomicsem-cache", "floorcas", "floor") {
+		b.Run("impl="+im.name, func(b *testing.B) {
+			s := im.new(gateLimit, gateLimit)
+			b.ReportAllocs()
+			defer measureCPU(b)()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx, h := context.Background(), new(held)
+				for pb.Next() {
+					if err := s.acquire(ctx, 1, h); err != nil {
+						panic(err)
+					}
+					s.release(h)
+				}
+			})
+		})
+	}
+}
+
 // BenchmarkContended measures hand-off: 64 goroutines per P take and return
 // one permit of a limit of 1 or 4, with nothing done while holding it, and
 // start parked (see runQueued), so that FIFO acquires park and releases wake
