@@ -246,6 +246,33 @@ func TestPermitCacheTryAcquireFindsCachedPermits(t *testing.T) {
 	})
 }
 
+// Near the limit a stripe draws only what it is asked for: a block drawn
+// there would keep permits from the other cores, which would then find
+// the word dry and turn every stripe off. With the word left at its
+// reserve, an acquire on a stripe that lacks the permit draws exactly one.
+func TestPermitCacheDrawsNoBlockNearTheLimit(t *testing.T) {
+	s := newCached(t, bigLimit, bigLimit)
+	block, reserve := atomicsem.CacheSizes(s)
+	require.Greater(t, reserve, block)
+	bulk, err := s.Acquire(t.Context(), bigLimit-reserve) // no block drawn: the word would fall below its reserve
+	require.NoError(t, err)
+	require.Equal(t, bigLimit-reserve, atomicsem.WordStats(s).Held)
+	require.True(t, atomicsem.CacheOn(s))
+
+	var one token.Token
+	done := make(chan struct{})
+	go func() { // another goroutine, whose stripe is empty
+		defer close(done)
+		one, _ = s.TryAcquire(1)
+	}()
+	<-done
+	require.Equal(t, int64(1), one.Permits())
+	require.Equal(t, bigLimit-reserve+1, atomicsem.WordStats(s).Held, "a stripe drew a block below the reserve")
+	one.Release()
+	bulk.Release()
+	require.Equal(t, atomicsem.Stats{Available: bigLimit, Limit: bigLimit, Max: bigLimit}, s.Stats())
+}
+
 // Bug shape: an Acquire that parks while the stripes hold the permits it
 // waits for: nothing releases them. It must take them; and waiters that
 // do park are served in their order, by releases of tokens from the

@@ -159,3 +159,9 @@ func onOff(on bool) string {
 func StripeLayout(s *Semaphore) (size, addr uintptr) {
 	return unsafe.Sizeof(stripe{}), uintptr(unsafe.Pointer(&s.cache.stripes[0]))
 }
+
+// CacheSizes returns the block a stripe of s's permit cache draws and the
+// reserve below which it draws no block.
+func CacheSizes(s *Semaphore) (block, reserve int64) {
+	return s.cache.block, s.cache.reserve
+}
