@@ -309,13 +309,6 @@ func (s *Semaphore) drainLocked() {
 	}
 }
 
-// drain is drainLocked for a caller that does not hold s.mu.
-func (s *Semaphore) drain() {
-	s.mu.Lock()
-	s.drainLocked()
-	s.mu.Unlock()
-}
-
 // cached returns the permits the stripes hold, read one stripe after
 // another: exact only while no cache operation runs.
 func (s *Semaphore) cached() int64 {
