@@ -97,9 +97,9 @@ func (st *stopper) resumeAt(i int) {
 	st.held = slices.Delete(st.held, i, i+1)
 }
 
-// resumeWaiter lets the stopped goroutine of p, started by parkNoted, go
-// on; it fails the test if that goroutine is not stopped.
-func (st *stopper) resumeWaiter(t *testing.T, p *pendingAcquire) {
+// resumeWaiter lets the stopped goroutine of p go on; it fails the test if
+// that goroutine is not stopped.
+func (st *stopper) resumeWaiter(t *testing.T, p *notedAcquire) {
 	t.Helper()
 	for i, s := range st.held {
 		if s.goid == p.goid {
@@ -110,13 +110,19 @@ func (st *stopper) resumeWaiter(t *testing.T, p *pendingAcquire) {
 	t.Fatalf("goroutine %d is not stopped", p.goid)
 }
 
+// notedAcquire is a pendingAcquire whose goroutine's id is known.
+type notedAcquire struct {
+	*pendingAcquire
+	goid uint64
+}
+
 // parkNoted is park for a waiter that the test must tell apart from
 // others stopped at a hook site (see resumeWaiter): its Acquire runs in a
 // goroutine whose id it notes.
-func parkNoted(t *testing.T, s *atomicsem.Semaphore, ctx context.Context, n int64) *pendingAcquire {
+func parkNoted(t *testing.T, s *atomicsem.Semaphore, ctx context.Context, n int64) *notedAcquire {
 	t.Helper()
 	before := s.Stats().Waiters
-	p := &pendingAcquire{done: make(chan struct{})}
+	p := &notedAcquire{pendingAcquire: &pendingAcquire{done: make(chan struct{})}}
 	noted := make(chan struct{})
 	go func() {
 		defer close(p.done)

@@ -61,7 +61,6 @@ type pendingAcquire struct {
 	done chan struct{} // closed when Acquire has returned
 	tok  token.Token   // valid once done is closed
 	err  error         // valid once done is closed
-	goid uint64        // the goroutine's id, if parkNoted started it (hooks build)
 }
 
 // goAcquire starts Acquire(ctx, n) in a new goroutine.

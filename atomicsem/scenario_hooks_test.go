@@ -239,7 +239,7 @@ func TestScenarioBargingLosersRequeueInArrivalOrder(t *testing.T) {
 				both := mustTake(t, s, 2)
 				older := parkNoted(t, s, t.Context(), 1)
 				younger := parkNoted(t, s, t.Context(), 1)
-				waiters := []*pendingAcquire{older, younger}
+				waiters := []*pendingAcquire{older.pendingAcquire, younger.pendingAcquire}
 
 				// One release of two permits wakes both (successive
 				// releases wake nobody while a woken waiter is on its
@@ -252,7 +252,7 @@ func TestScenarioBargingLosersRequeueInArrivalOrder(t *testing.T) {
 				// An arrival takes both permits; both woken waiters lose.
 				b1, b2 := mustTake(t, s, 1), mustTake(t, s, 1)
 				stopNoMore()
-				st.resumeWaiter(t, waiters[tt.settleFirst])
+				st.resumeWaiter(t, []*notedAcquire{older, younger}[tt.settleFirst])
 				synctest.Wait()
 				st.resume()
 				synctest.Wait()
@@ -263,11 +263,11 @@ func TestScenarioBargingLosersRequeueInArrivalOrder(t *testing.T) {
 				b1.Release()
 				synctest.Wait()
 				requireReturned(t, waiters, 0)
-				requireGranted(t, older, 1)
+				requireGranted(t, older.pendingAcquire, 1)
 				older.tok.Release()
 				b2.Release()
 				synctest.Wait()
-				requireGranted(t, younger, 1)
+				requireGranted(t, younger.pendingAcquire, 1)
 				younger.tok.Release()
 				require.Equal(t, atomicsem.Stats{Available: 2, Held: 0, Limit: 2, Max: 2}, s.Stats())
 			})
