@@ -176,6 +176,9 @@ tables() {
 		echo "### The gate at a limit of 10,000; base floorcas (the one-word CAS floor)"
 		"${BENCHSTAT[@]}" -filter '.name:Gate .unit:(sec/op OR cpu-ns/op)' -col '/impl@(floorcas atomicsem atomicsem-cache floor)' "$raw"
 		echo
+		echo "### The gate: the permit cache against the word; base atomicsem"
+		"${BENCHSTAT[@]}" -filter '.name:Gate .unit:cpu-ns/op' -col '/impl@(atomicsem atomicsem-cache)' "$raw"
+		echo
 		echo "### Credit's one hot bucket; base floor"
 		"${BENCHSTAT[@]}" -filter '.name:CreditTrySpendParallel .unit:(sec/op OR cpu-ns/op)' \
 			-col '/impl@(floor credit floorclock floorlock xrate juju)' "$raw"
