@@ -86,6 +86,13 @@ var (
 // that has waited less than the bound, or when no waiter that fits under the
 // limit is left.
 //
+// # Many cores
+//
+// Every acquire and release changes the one word, whose cache line then
+// moves to the core that made them. For a large limit checked on every
+// request of a server with many cores, WithPermitCache keeps free permits
+// in per-CPU caches instead, at the cost its documentation states.
+//
 // # Memory ordering
 //
 // A Release of a token synchronizes before the return of any Acquire or
