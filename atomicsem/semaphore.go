@@ -330,8 +330,9 @@ type Stats = semcontract.Stats
 // queue at that moment. For a semaphore made WithPermitCache, Held and
 // Available also count the permits in the caches as available, read one
 // cache after another after the word: exact at rest, and off by what moves
-// between caches and tokens meanwhile. It waits for the lock as a parking Acquire does,
-// briefly; it is meant for monitoring and tests, not for a hot path.
+// between caches and tokens meanwhile. It waits for the lock as a parking
+// Acquire does, briefly; it is meant for monitoring and tests, not for a
+// hot path.
 func (s *Semaphore) Stats() Stats {
 	if s == nil {
 		panic(nilSemaphore("Stats"))
@@ -340,7 +341,9 @@ func (s *Semaphore) Stats() Stats {
 	s.mu.Lock()
 	w := s.load()
 	if s.cache != nil {
-		w = w.WithHeld(w.Held() - s.cached())
+		// A refill may have filled a stripe read after the word that
+		// counts it: never below zero.
+		w = w.WithHeld(max(w.Held()-s.cached(), 0))
 	}
 	st := s.statsOf(w, s.queue.len)
 	s.mu.Unlock()
