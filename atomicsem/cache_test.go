@@ -157,7 +157,7 @@ func TestPermitCacheLowerLimitHoldsUnderLoad(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // the stripes fill
 		require.NoError(t, s.SetLimit(low))
 		lowered.Store(true)
-		wg.Wait()
+		requireFinishes(t, &wg, s)
 		require.Zero(t, over.Load(), "permits held by tokens above the lowered limit of %d", low)
 		require.Equal(t, atomicsem.Stats{Available: low, Limit: low, Max: bigLimit}, s.Stats())
 		requireCacheExact(t, s)
@@ -335,19 +335,21 @@ func TestPermitCacheStaysExactUnderConcurrentChurn(t *testing.T) {
 			}
 		})
 		checks, problems, on := 0, map[string]int{}, 0
-		for ctx.Err() == nil {
-			for _, msg := range []string{atomicsem.QueueFlagsError(s), atomicsem.CacheError(s)} {
-				if msg != "" {
-					problems[msg]++
+		wg.Go(func() { // the checker, which takes the queue lock
+			for ctx.Err() == nil {
+				for _, msg := range []string{atomicsem.QueueFlagsError(s), atomicsem.CacheError(s)} {
+					if msg != "" {
+						problems[msg]++
+					}
 				}
+				if atomicsem.CacheOn(s) {
+					on++
+				}
+				checks++
+				time.Sleep(10 * time.Microsecond)
 			}
-			if atomicsem.CacheOn(s) {
-				on++
-			}
-			checks++
-			time.Sleep(10 * time.Microsecond)
-		}
-		wg.Wait()
+		})
+		requireFinishes(t, &wg, s)
 		require.Empty(t, problems, "after %d checks", checks)
 		requireCacheExact(t, s)
 		st := s.Stats()
@@ -363,4 +365,22 @@ func TestPermitCacheStripesFillCacheLines(t *testing.T) {
 	size, align := atomicsem.StripeLayout(newCached(t, bigLimit, bigLimit))
 	require.Equal(t, uintptr(64), size)
 	require.Zero(t, align%64, "the stripes start %d bytes into a cache line", align%64)
+}
+
+// requireFinishes waits for wg, and fails the test, rather than hang it,
+// if the goroutines are not done within a generous real-time limit: one
+// stuck on a broken semaphore, or on its lock, would otherwise hold the
+// run until go test's timeout.
+func requireFinishes(t *testing.T, wg *sync.WaitGroup, s *atomicsem.Semaphore) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the goroutines did not finish within 10s; the word: %+v", atomicsem.WordStats(s))
+	}
 }
