@@ -136,7 +136,7 @@ func (w *waiter) wait(v *view) (*holding, error) {
 		case st.me.held:
 			return w.granted(st.me.mod)
 		case st.closed:
-			return nil, s.takeBack(ctx, w.key, ErrClosed)
+			return nil, s.takeBack(ctx, w.key, w.create, ErrClosed)
 		case st.grantees != nil:
 			// Admitted: grant the batch, from its head. Another waiter of
 			// the batch may send the same grant; only the first commits,
@@ -146,7 +146,7 @@ func (w *waiter) wait(v *view) (*holding, error) {
 				orElse: []clientv3.Op{clientv3.OpGet(s.prefix, clientv3.WithPrefix())},
 			})
 			if err != nil {
-				return nil, s.takeBack(ctx, w.key, s.rpcError(ctx, err))
+				return nil, s.takeBack(ctx, w.key, w.create, s.rpcError(ctx, err))
 			}
 			if resp.Succeeded && slices.Contains(st.grantees, st.me) {
 				return w.granted(resp.Header.Revision)
@@ -159,13 +159,13 @@ func (w *waiter) wait(v *view) (*holding, error) {
 				v, err = s.viewOf(resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
 			}
 			if err != nil {
-				return nil, s.takeBack(ctx, w.key, err)
+				return nil, s.takeBack(ctx, w.key, w.create, err)
 			}
 			continue
 		}
 		var err error
 		if v, err = w.follow(v); err != nil {
-			return nil, s.takeBack(ctx, w.key, err)
+			return nil, s.takeBack(ctx, w.key, w.create, err)
 		}
 	}
 }
@@ -511,7 +511,7 @@ func (w *waiter) unwatch() {
 // over a grant, and the permits go back.
 func (w *waiter) granted(mod int64) (*holding, error) {
 	if err := w.ctx.Err(); err != nil {
-		return nil, w.s.takeBack(w.ctx, w.key, err)
+		return nil, w.s.takeBack(w.ctx, w.key, w.create, err)
 	}
 	return w.s.hold(w.key, w.n, w.create, mod, w.fenced), nil
 }
