@@ -325,9 +325,12 @@ func (s *Semaphore) grant(ctx context.Context, g grantReq) (*clientv3.TxnRespons
 	for i, e := range g.grantees {
 		value := entryValue(true, e.n)
 		if note != nil {
-			last := *note
-			last.listed = last.listed && i == len(g.grantees)-1
-			value = s.grantValue(e.n, &last)
+			mine := *note
+			mine.listed = mine.listed && i == len(g.grantees)-1
+			if i+1 < len(g.grantees) {
+				mine.next = g.grantees[i+1].create
+			}
+			value = s.grantValue(e.n, &mine)
 		}
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.key), "=", e.mod))
 		ops = append(ops, clientv3.OpPut(e.key, value, clientv3.WithIgnoreLease()))
@@ -350,8 +353,9 @@ func (s *Semaphore) grant(ctx context.Context, g grantReq) (*clientv3.TxnRespons
 }
 
 // noteFor returns the note that grant g writes into its grantees' keys,
-// or nil where it writes none: a grant that also moves the config leaves
-// a note that no waiter could use. The list names the keys holding in
+// but for each grantee's next, or nil where it writes none: a grant that
+// also moves the config leaves a note that no waiter could use. The list
+// names the keys holding in
 // g's view, the grantees but the last, and a key g creates held: no other
 // key can hold once g commits (see admitted), and a key deleted since
 // the view costs the waiter that reads the note a failed compare.
@@ -359,7 +363,7 @@ func (s *Semaphore) noteFor(g grantReq) *grantNote {
 	if len(g.grantees) == 0 || (g.arrival && g.newKey == "") {
 		return nil
 	}
-	note := &grantNote{cfgMod: g.cfg.mod, last: g.grantees[len(g.grantees)-1].create}
+	note := &grantNote{cfgMod: g.cfg.mod}
 	count := len(g.holders) + len(g.grantees) - 1
 	if g.arrival {
 		count++

@@ -387,10 +387,11 @@ func (w *waiter) dropAhead(v *view, me, ahead *entry) {
 // handOff brings into v the grant of the waiter ahead from the note the
 // grant wrote (see grantNote), and reports whether it did. The note was
 // written under the config v has, or handOff does nothing. Where the
-// batch reached the waiter (its last grantee arrived no earlier), the
-// waiter is granted too, at the grant's revision: grants go in arrival
-// order and the waiter fits the limit, so a batch that granted a waiter
-// no earlier than it granted it. Otherwise
+// note names the waiter as the grantee after the key ahead, the waiter is
+// granted too, at the grant's revision (the grant compared its key, so it
+// was still waiting). Where it names another, the grant's view did not
+// hold the waiter's key, and the waiter reads the semaphore to find out
+// why. Where it names none, the batch ended with the key ahead:
 // the waiter is now first in line, and the note lists the keys that can
 // hold: v becomes those keys and the waiter's own, instead of a read of
 // the semaphore. A listed key may have been deleted since the grant's
@@ -410,9 +411,13 @@ func (w *waiter) handOff(v *view, events []*clientv3.Event) bool {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if me.create <= note.last {
+	switch note.next {
+	case me.create:
 		v.entries[w.key] = &entry{key: w.key, create: me.create, mod: e.mod, n: me.n, held: true}
 		return true
+	case 0:
+	default:
+		return false // the batch went on without the waiter's key: read it
 	}
 	if !note.listed {
 		return false
