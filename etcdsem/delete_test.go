@@ -214,3 +214,23 @@ func TestHolderThatLosesItsKeyIsTold(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, resp.Count)
 }
+
+// A session whose lease etcd has ended (revoked here; expired, after a
+// long pause) makes the calls that write under it fail with
+// ErrSessionLost, whether or not the client has heard of it yet: etcd
+// refuses a key under a lease it no longer has.
+func TestCallsUnderAnEndedLeaseAreSessionLost(t *testing.T) {
+	srv := startServer(t)
+	prefix := prefixFor(t)
+	h := newHandle(t, srv, prefix, 1, 1, handleOpts{ttl: 60}) // its client hears of the end only at its next renewal
+	other := newHandle(t, srv, prefix, 0, 1, handleOpts{})
+	ctx := testCtx(t)
+	_, err := other.cli.Revoke(ctx, h.session.Lease())
+	require.NoError(t, err)
+
+	_, err = h.Acquire(ctx, 1)
+	require.ErrorIs(t, err, etcdsem.ErrSessionLost)
+	_, _, err = h.TryAcquire(ctx, 1)
+	require.ErrorIs(t, err, etcdsem.ErrSessionLost)
+	require.Equal(t, etcdsem.Stats{Available: 1, Limit: 1, Max: 1}, mustStats(t, other.Semaphore))
+}

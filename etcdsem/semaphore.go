@@ -569,14 +569,19 @@ func (s *Semaphore) detachedContext(ctx context.Context) (context.Context, conte
 
 // rpcError turns the error of a round trip made for a caller whose context
 // is ctx into the error the caller sees: ctx.Err() if ctx is done,
-// ErrSessionLost if the session has ended, ErrUnavailable (wrapping the
-// cause) if etcd did not answer in time, and otherwise the cause, wrapped.
+// ErrSessionLost if the session has ended, or etcd refused a write because
+// its lease has (the client hears of it only at its next renewal),
+// ErrUnavailable (wrapping the cause) if etcd did not answer in time, and
+// otherwise the cause, wrapped.
 func (s *Semaphore) rpcError(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}
 	if lost := s.alive(); lost != nil {
 		return lost
+	}
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("%w: etcd no longer has its lease: %w", ErrSessionLost, err)
 	}
 	switch grpcCode(err) {
 	case codes.Unavailable, codes.DeadlineExceeded:
