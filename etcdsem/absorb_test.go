@@ -55,6 +55,20 @@ func TestConfigChangeAfterADerivedViewNeedsARead(t *testing.T) {
 	require.False(t, w.SetLimit(2))
 }
 
+// Handles use key names again. A waiter first in line watches the
+// holders' keys, so it sees a holder's key deleted and then a new key of
+// the same name, a later arrival. The waiter's view holds none of the
+// other keys that arrived after it, which may be ahead of that one, so it
+// must leave the new key out: a batch grant computed with it would let
+// it overtake them.
+func TestKeyMadeAnewUnderAWatchedNameIsLeftOut(t *testing.T) {
+	keys := []etcdsem.WalkKey{{Name: "h", N: 2, Held: true}, {Name: "me", N: 2}}
+	w := etcdsem.NewEventWaiter(3, keys, "me", []string{"h"})
+	require.True(t, w.Delete("h"), "first in line, it watches every holder")
+	require.True(t, w.Put("h", false, 1))
+	require.Equal(t, map[string]string{"me": "wait 2"}, w.Keys(), "a later arrival in a view that lacks the others")
+}
+
 func TestFirstInLineTakesAConfigChangeWithoutARead(t *testing.T) {
 	w := etcdsem.NewEventWaiter(1, []etcdsem.WalkKey{{Name: "h", N: 1, Held: true}, {Name: "me", N: 1}}, "me", []string{"h"})
 	require.True(t, w.SetLimit(2), "its view is exact for every key that can admit it")

@@ -293,6 +293,13 @@ func (w *waiter) targetsHold(v *view) bool {
 // (aheadTakesAll). The view keeps its revision, so that a watch chosen
 // from it later starts early enough to see the changes to keys it did not
 // watch.
+//
+// A key that events create is left out of v: handles use key names again,
+// so a watch on a holder's key can deliver the deletion of the key and
+// then a new key of the same name, a later arrival, which is behind the
+// waiter and cannot admit it. The view does not hold the other keys that
+// arrived since its revision, which may be ahead of that one; a batch
+// grant computed with it would let it overtake them.
 func (w *waiter) absorb(v *view, events []*clientv3.Event) (bool, error) {
 	if v.assumed && touches(v, events, w.s.cfgKey) {
 		return false, nil // the view's holders rest on the config being unchanged
@@ -308,6 +315,11 @@ func (w *waiter) absorb(v *view, events []*clientv3.Event) (bool, error) {
 	rev := v.rev
 	err := w.s.applyEvents(v, events)
 	v.rev = rev
+	for key, e := range v.entries {
+		if e.create > rev && key != w.key {
+			delete(v.entries, key)
+		}
+	}
 	return true, err
 }
 
