@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/atomicsem/atomicsem/etcdsem"
@@ -36,6 +37,7 @@ import (
 //     no grant past the limit, none out of arrival order);
 //   - at no revision do the held keys hold more than the limit;
 //   - every Fence's Revision is the revision at which etcd granted its key;
+//   - no call fails with ErrSessionLost while its handle's session lives;
 //   - no holder loses its key while it holds the token: before its release,
 //     each holder writes, through a client of its own, a record guarded by
 //     its Fence (IsHeld). A refused write is a loss, allowed only where the
@@ -70,6 +72,9 @@ type faultRun struct {
 	mu      sync.Mutex
 	held    []*heldRecord
 	revoked map[clientv3.LeaseID]int64 // the test's revocations: lease → revision
+	// ErrSessionLost seen while the session lived on (a waiter's key
+	// deleted under it, say).
+	falseLosses []string
 
 	ops     faultOps
 	faults  map[string]int // injected, by kind; the injector's own
@@ -80,6 +85,7 @@ type faultRun struct {
 type faultOps struct {
 	acquired, cancelled, unavailable, sessionLost atomic.Int64
 	tried, triedOK, partial, lost                 atomic.Int64
+	lateReleases                                  atomic.Int64
 }
 
 // A slot is a worker group's place on the semaphore: its proxy (nil for a
@@ -149,7 +155,7 @@ func (r *faultRun) worker(s *slot, w, ops int) {
 		if rng.IntN(5) == 0 {
 			err = r.try(h, n, rng)
 		} else {
-			err = r.acquire(h, name, n, rng)
+			err = r.acquire(s, h, name, n, rng)
 		}
 		switch {
 		case err == nil:
@@ -159,6 +165,11 @@ func (r *faultRun) worker(s *slot, w, ops int) {
 			r.ops.unavailable.Add(1)
 		case errors.Is(err, etcdsem.ErrSessionLost):
 			r.ops.sessionLost.Add(1)
+			if !closesWithin(h.Done(), 10*time.Second) {
+				r.mu.Lock()
+				r.falseLosses = append(r.falseLosses, fmt.Sprintf("worker %s: %v, but the session lives on", name, err))
+				r.mu.Unlock()
+			}
 			if _, err := r.renew(s, h); err != nil {
 				t.Errorf("worker %s: opening a new handle: %v", name, err)
 				return
@@ -185,7 +196,7 @@ func (r *faultRun) try(h *handle, n int64, rng *rand.Rand) error {
 
 // acquire makes an AcquireFenced of n, cancelled after a random delay one
 // time in three, and holds what it gets for a moment (see hold).
-func (r *faultRun) acquire(h *handle, name string, n int64, rng *rand.Rand) error {
+func (r *faultRun) acquire(s *slot, h *handle, name string, n int64, rng *rand.Rand) error {
 	ctx, cancel := r.ctx, context.CancelFunc(func() {})
 	if rng.IntN(3) == 0 {
 		ctx, cancel = context.WithTimeout(r.ctx, time.Duration(5+rng.IntN(300))*time.Millisecond)
@@ -196,13 +207,14 @@ func (r *faultRun) acquire(h *handle, name string, n int64, rng *rand.Rand) erro
 		return err
 	}
 	r.ops.acquired.Add(1)
-	r.hold(h, name, &tok, fence, n, rng)
+	r.hold(s, h, name, &tok, fence, n, rng)
 	return nil
 }
 
 // hold holds tok for a moment, gives part of it back one time in three,
-// writes the holder's guarded record, and releases it.
-func (r *faultRun) hold(h *handle, name string, tok *token.Token, fence etcdsem.Fence, n int64, rng *rand.Rand) {
+// writes the holder's guarded record, and releases it; behind a proxy, one
+// release in four is held and reset (see releaseLate).
+func (r *faultRun) hold(s *slot, h *handle, name string, tok *token.Token, fence etcdsem.Fence, n int64, rng *rand.Rand) {
 	rec := &heldRecord{worker: name, key: fence.Key(), rev: fence.Revision(), lease: h.session.Lease()}
 	time.Sleep(time.Duration(5+rng.IntN(45)) * time.Millisecond)
 	if n > 1 && rng.IntN(3) == 0 {
@@ -224,10 +236,35 @@ func (r *faultRun) hold(h *handle, name string, tok *token.Token, fence etcdsem.
 		rec.doneClosed = closesWithin(fence.Done(), 10*time.Second)
 		rec.sessionEnded = closesWithin(h.Done(), 10*time.Second)
 	}
-	tok.Release()
+	if px := s.px; px != nil && rng.IntN(4) == 0 {
+		r.releaseLate(px, tok, rec.key)
+	} else {
+		tok.Release()
+	}
 	r.mu.Lock()
 	r.held = append(r.held, rec)
 	r.mu.Unlock()
+}
+
+// releaseLate releases tok while px holds the release, then resets the
+// handle's connections: the handle releases again on a new one, and the
+// first attempt waits for a late delivery, which comes at a random time,
+// perhaps once the handle holds a new key of the same name.
+func (r *faultRun) releaseLate(px *faultnet.Proxy, tok *token.Token, key string) {
+	r.ops.lateReleases.Add(1)
+	before := px.Stats().Holds
+	px.HoldWhen(func(b []byte) bool { return bytes.Contains(b, []byte(key)) })
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		tok.Release()
+	}()
+	// The injector may disarm the hold first: then this is a reset.
+	ctx, cancel := context.WithTimeout(r.ctx, time.Second)
+	px.Wait(ctx, func(st faultnet.Stats) bool { return st.Holds > before })
+	cancel()
+	px.Reset()
+	<-released
 }
 
 // closesWithin reports whether ch is closed within d.
@@ -329,6 +366,9 @@ func (r *faultRun) inject(stop <-chan struct{}, maxRevokes int) {
 			s := r.slots[rng.IntN(len(r.slots))]
 			lease := s.current().session.Lease()
 			resp, err := r.obs.Revoke(r.ctx, lease)
+			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				continue // ended already, and not yet replaced
+			}
 			if err != nil {
 				r.t.Errorf("revoking %x: %v", lease, err)
 				return
@@ -445,8 +485,8 @@ func TestFaultyNetworkKeepsTheLaws(t *testing.T) {
 	}
 	violations := r.check(events)
 	hs, _ := checkHistory(r.prefix, eventsUnder(events, r.prefix))
-	t.Logf("%d workers x %d requests in %v: %d acquired (%d given back in part), %d cancelled, %d unavailable, %d sessions lost to workers, %d tried (%d granted); %d holders lost their key",
-		handles*workers, ops, elapsed.Round(time.Millisecond), r.ops.acquired.Load(), r.ops.partial.Load(), r.ops.cancelled.Load(),
+	t.Logf("%d workers x %d requests in %v: %d acquired (%d given back in part, %d released through a hold and a reset), %d cancelled, %d unavailable, %d sessions lost to workers, %d tried (%d granted); %d holders lost their key",
+		handles*workers, ops, elapsed.Round(time.Millisecond), r.ops.acquired.Load(), r.ops.partial.Load(), r.ops.lateReleases.Load(), r.ops.cancelled.Load(),
 		r.ops.unavailable.Load(), r.ops.sessionLost.Load(), r.ops.tried.Load(), r.ops.triedOK.Load(), r.ops.lost.Load())
 	t.Logf("faults: %s", formatCounts(r.faults))
 	t.Logf("proxies: %d connections, %d holds, %d resets, %d chunks delayed, %d bytes dropped, %d late batches delivered, %d lost",
@@ -482,10 +522,18 @@ func formatCounts(m map[string]int) string {
 // check returns the laws the run broke, from etcd's history (events) and
 // the holders' records.
 func (r *faultRun) check(events []*clientv3.Event) []string {
-	var out []string
+	out := slices.Clone(r.falseLosses)
 	sem := eventsUnder(events, r.prefix)
 	if _, err := checkHistory(r.prefix, sem); err != nil {
 		out = append(out, fmt.Sprintf("the history breaks the rules: %v", err))
+		// The changes that led there, to tell why.
+		var bad int64
+		fmt.Sscanf(err.Error(), "revision %d:", &bad)
+		for _, ev := range events {
+			if ev.Kv.ModRevision > bad-40 && ev.Kv.ModRevision <= bad {
+				r.t.Logf("history: %d %s %s (created %d) %q", ev.Kv.ModRevision, ev.Type, strings.TrimPrefix(string(ev.Kv.Key), r.prefix), ev.Kv.CreateRevision, ev.Kv.Value)
+			}
+		}
 	}
 
 	// Replay the acquirers' keys: the weight held at every revision, and
