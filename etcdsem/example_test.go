@@ -129,11 +129,14 @@ func ExampleSemaphore_WaitIdle() {
 
 	_ = s.Close(ctx)
 	fmt.Println("waiter:", <-waiter)
+	finished := make(chan struct{})
 	go func() {
+		defer close(finished)
 		time.Sleep(10 * time.Millisecond)
 		inFlight.Release() // the last upload finishes
 	}()
 	fmt.Println("idle:", s.WaitIdle(ctx))
+	<-finished
 	// Output:
 	// waiter: etcdsem: semaphore is closed
 	// idle: <nil>
