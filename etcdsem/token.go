@@ -50,7 +50,6 @@ func (h *holding) watchLoss() {
 					h.cancel()
 					return
 				}
-				from = ev.Kv.ModRevision + 1
 			}
 		}
 		backoff := minBackoff
