@@ -22,6 +22,14 @@
 #             Mutex that watches from the revision after its read, at 1 to
 #             64 clients and limits 1 and 4, on an in-process etcd server
 #             (BenchmarkFleet in the etcdsem module)
+#   manycore  what depends on the number of cores: barging against FIFO
+#             and sync.Mutex in the contended hand-offs (BenchmarkContended,
+#             BenchmarkContendedYield), the gate at a limit of 10,000 with
+#             and without the permit cache against the one-word floors
+#             (BenchmarkGate), and credit's one hot bucket against its
+#             floors (BenchmarkCreditTrySpendParallel); run with -cpu 1,2
+#             unless CPU says otherwise (on a machine with more cores:
+#             CPU=1,2,4,8,16)
 #   keyed     package keyed's requests (BenchmarkKeyedRequest): limits per
 #             key against sync.Map, an LRU and go-limiter's store of
 #             per-key limiters, on a million keys; run with -cpu 1,2
@@ -75,14 +83,14 @@ CPU=${CPU:-}
 RESULTS=${RESULTS:-results}
 TABLES=${TABLES:-}
 BENCHSTAT=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20250813145418-2f7363a06fe1)
-ALL_GROUPS=(core credit group adaptive adaptivehttp etcdsem keyed keyedmem keyedhttp overload rediscredit)
+ALL_GROUPS=(core credit group adaptive adaptivehttp etcdsem keyed keyedmem keyedhttp overload rediscredit manycore)
 
 # group_pkg and group_pattern say where a group's benchmarks are and which
 # they are, and tables how benchstat shows them. A new group is a line in
 # each of the three and in ALL_GROUPS.
 group_pkg() {
 	case $1 in
-	core | credit | group | keyed | keyedmem | keyedhttp | overload) echo . ;;
+	core | credit | group | keyed | keyedmem | keyedhttp | overload | manycore) echo . ;;
 	adaptive | adaptivehttp) echo ./adaptive ;;
 	etcdsem) echo ../etcdsem ;;
 	rediscredit) echo ./rediscredit ;;
@@ -102,13 +110,14 @@ group_pattern() {
 	keyedhttp) echo '^BenchmarkKeyedHTTP$' ;;
 	overload) echo '^BenchmarkGateAdmission$' ;;
 	rediscredit) echo '^BenchmarkTrySpend$' ;;
+	manycore) echo '^Benchmark(Contended|ContendedYield|Gate|CreditTrySpendParallel)$' ;;
 	esac
 }
 
 # group_cpu is the -cpu list of a group when CPU does not set one.
 group_cpu() {
 	case $1 in
-	keyed | keyedhttp) echo 1,2 ;;
+	keyed | keyedhttp | manycore) echo 1,2 ;;
 	esac
 }
 
@@ -171,6 +180,24 @@ tables() {
 	keyedhttp) "${BENCHSTAT[@]}" -col '/impl@(httprate keyed)' "$raw" ;;
 	overload) "${BENCHSTAT[@]}" -col '/impl@(atomicsem gate-1 gate-2 gate-4)' "$raw" ;;
 	rediscredit) "${BENCHSTAT[@]}" -col '/impl@(redis_rate rediscredit ping)' "$raw" ;;
+	manycore)
+		local t='.unit:(sec/op OR cpu-ns/op OR switches/op)'
+		echo "### Contended hand-off: barging against FIFO and sync.Mutex; base atomicsem (FIFO)"
+		"${BENCHSTAT[@]}" -filter ".name:Contended $t" -col '/impl@(atomicsem atomicsem-barging syncmutex)' "$raw"
+		echo
+		echo "### Contended hand-off, holders that yield while holding; base atomicsem (FIFO)"
+		"${BENCHSTAT[@]}" -filter ".name:ContendedYield $t" -col '/impl@(atomicsem atomicsem-barging syncmutex chan)' "$raw"
+		echo
+		echo "### The gate at a limit of 10,000; base floorcas (the one-word CAS floor)"
+		"${BENCHSTAT[@]}" -filter '.name:Gate .unit:(sec/op OR cpu-ns/op)' -col '/impl@(floorcas atomicsem atomicsem-cache floor)' "$raw"
+		echo
+		echo "### The gate: the permit cache against the word; base atomicsem"
+		"${BENCHSTAT[@]}" -filter '.name:Gate .unit:cpu-ns/op' -col '/impl@(atomicsem atomicsem-cache)' "$raw"
+		echo
+		echo "### Credit's one hot bucket; base floor"
+		"${BENCHSTAT[@]}" -filter '.name:CreditTrySpendParallel .unit:(sec/op OR cpu-ns/op)' \
+			-col '/impl@(floor credit floorclock floorlock xrate juju)' "$raw"
+		;;
 	esac
 }
 

@@ -13,7 +13,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -121,10 +120,6 @@ func TestRecoveryAfterACrashAndARestartIsBoundedByTheLastRestart(t *testing.T) {
 	srv := startServerBehindProxy(t) // its clients' connections are cut at once, so it stops at once
 	prefix := prefixFor(t)
 	holder := newHandle(t, srv, prefix, 1, 1, handleOpts{ttl: ttl})
-	fastReconnect := grpc.WithConnectParams(grpc.ConnectParams{
-		Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 500 * time.Millisecond},
-		MinConnectTimeout: time.Second,
-	})
 	waiter := newHandle(t, srv, prefix, 0, 1, handleOpts{dial: []grpc.DialOption{fastReconnect}})
 	_, err := holder.Acquire(testCtx(t), 1) // never released
 	require.NoError(t, err)

@@ -18,8 +18,9 @@
 // A grant is one transaction that turns the admitted waiters' keys to
 // held, made only if the config and those keys are as the view it was
 // computed from saw them, so that no grant outlives a limit change or
-// overtakes another; a release is the deletion of the holder's key, which
-// lets the waiters it admits grant themselves. A waiting Acquire watches
+// overtakes another; a release is the deletion of the holder's key, made
+// only while the key is the one the holder created, which lets the
+// waiters it admits grant themselves. A waiting Acquire watches
 // only the keys whose change can admit it (the waiter ahead of it, or the
 // holders when it is first in line) and the config, so that a change wakes
 // only the waiters it can admit. A holder whose process dies, or whose
@@ -27,6 +28,29 @@
 // deletes its keys. A holder that must not act once it has lost its
 // permits guards its writes with the Fence that AcquireFenced returns. See
 // docs/fleet.md for the key layout, the recovery bound and the argument.
+//
+// # Network faults
+//
+// A request can reach etcd late: after its client gave up on it (a reset
+// connection, a deadline) and tried again, or after the call that sent it
+// returned. Every write is therefore conditional on what its sender knew,
+// compared on etcd's revisions, which are never reused, so that a write
+// applied late changes nothing: a grant compares the config and each
+// grantee's key; a key is created only while its handle's floor key is as
+// it was when the write was sent, and a give-up moves the floor key on;
+// a release, or an Acquire that takes its key back, deletes the key only
+// while its create revision is its owner's; a partial release or a
+// Forget compares the key's mod revision. Delays, resets, duplicated
+// attempts and requests delivered late never grant more than the limit,
+// never grant out of order, and never delete a key its owner still holds,
+// even under a key name the handle uses again. What faults can do is
+// delay: a request that fails is ErrUnavailable to the caller (its outcome
+// unknown, for a change of the config) and is retried in the background
+// where it gives permits back; and a holder cut off from etcd for longer
+// than its session's TTL loses its permits when its lease runs out, which
+// Done tells it only late and the Fence guards against. The etcd client
+// needs no setting for this; docs/fleet.md says which ones shorten
+// recovery.
 //
 // Calls that go over the network take a context and return an error where
 // the in-process semaphore returns a bool or nothing; the bool (or count)
@@ -551,14 +575,19 @@ func (s *Semaphore) detachedContext(ctx context.Context) (context.Context, conte
 
 // rpcError turns the error of a round trip made for a caller whose context
 // is ctx into the error the caller sees: ctx.Err() if ctx is done,
-// ErrSessionLost if the session has ended, ErrUnavailable (wrapping the
-// cause) if etcd did not answer in time, and otherwise the cause, wrapped.
+// ErrSessionLost if the session has ended, or etcd refused a write because
+// its lease has (the client hears of it only at its next renewal),
+// ErrUnavailable (wrapping the cause) if etcd did not answer in time, and
+// otherwise the cause, wrapped.
 func (s *Semaphore) rpcError(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}
 	if lost := s.alive(); lost != nil {
 		return lost
+	}
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("%w: etcd no longer has its lease: %w", ErrSessionLost, err)
 	}
 	switch grpcCode(err) {
 	case codes.Unavailable, codes.DeadlineExceeded:

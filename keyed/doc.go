@@ -39,11 +39,24 @@
 //
 // # Concurrency
 //
-// The table is split into shards, each a map under its own mutex, chosen by
-// the key's hash. A call on a key already present takes its shard's lock
-// for a map lookup and one operation on the key's entry, with no
+// The table is split into shards, each a hash table under its own mutex,
+// chosen by the key's hash. A call on a key already present takes its
+// shard's lock for a lookup and one operation on the key's entry, with no
 // allocation; calls that wait let go of the lock while they wait. No lock
 // covers the whole table.
+//
+// # Memory
+//
+// A shard keeps its keys in one slice, each key's string beside its
+// entry, and finds them through an index of 4-byte slots, of which each
+// key has between 4/3 and 8/3. A key of a Limiter costs 52 bytes of
+// slices (its string header, a credit.State, the moment from which it may
+// be dropped, and the number of its slot) and its slots; a key of
+// Semaphores costs 28 bytes, its slots, and its semaphore. The key's own
+// bytes are the caller's string, which the table keeps. A shard's slices
+// and index grow at once, under the shard's lock, as keys are added, and
+// shrink as keys are dropped, so that Sweep gives back the memory of the
+// keys it drops.
 package keyed
 
 import (

@@ -11,10 +11,15 @@ import (
 // A key of a Limiter can be dropped once its bucket is full with nothing
 // reserved and nobody waiting, and a bucket fills by the passing of time
 // alone, with no call to see it happen. So each shard keeps its Limiter
-// entries in a min-heap by due, a moment at or before which the entry
+// entries as a min-heap by due, a moment at or before which the entry
 // cannot be dropped: a lower bound of when it can. A new key that finds
 // the table full looks only at the heads of the shards' heaps whose due has
 // come, and finds every droppable entry there is.
+//
+// The heap is the shard's ents itself, in heap order, so it costs a key
+// its due and nothing more: the index follows an entry as it moves (see
+// index.go). An entry moves only when a key is added or dropped, or when
+// its due changes.
 //
 // The bound is kept without touching the heap on the hot path. A spend or
 // a reservation only moves the moment an entry can be dropped later, so
@@ -34,88 +39,86 @@ import (
 // never is the due of an entry that no passing of time makes droppable.
 const never = math.MaxInt64
 
-// limEntry is one key of a Limiter.
+// limEntry is one key of a Limiter, in its shard's ents beside the key.
 type limEntry struct {
 	st  credit.State
-	key string // the key, to drop the entry from the map by
-	due int64  // at or before the moment the entry can be dropped; see above
-	pos int32  // the entry's place in its shard's heap
+	due int64 // at or before the moment the entry can be dropped; see above
 }
 
-// dueHeap is a shard's Limiter entries, a binary min-heap by due.
-type dueHeap []*limEntry
+// limShard is a shard of a Limiter. The functions below keep its ents a
+// binary min-heap by due, and require that it is locked.
+type limShard = shard[limEntry]
 
-func (h dueHeap) less(i, j int) bool { return h[i].due < h[j].due }
+func dueLess(s *limShard, i, j int) bool { return s.ents[i].v.due < s.ents[j].v.due }
 
-func (h dueHeap) swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].pos, h[j].pos = int32(i), int32(j)
-}
-
-func (h dueHeap) up(i int) {
+// dueUp moves the entry at place i up to its place in the heap, and
+// returns that place.
+func dueUp(s *limShard, i int) int {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(i, p) {
-			return
+		if !dueLess(s, i, p) {
+			break
 		}
-		h.swap(i, p)
+		s.swap(i, p)
 		i = p
 	}
+	return i
 }
 
-func (h dueHeap) down(i int) {
+// dueDown moves the entry at place i down to its place in the heap, and
+// returns that place.
+func dueDown(s *limShard, i int) int {
 	for {
 		c := 2*i + 1
-		if c >= len(h) {
-			return
+		if c >= len(s.ents) {
+			return i
 		}
-		if r := c + 1; r < len(h) && h.less(r, c) {
+		if r := c + 1; r < len(s.ents) && dueLess(s, r, c) {
 			c = r
 		}
-		if !h.less(c, i) {
-			return
+		if !dueLess(s, c, i) {
+			return i
 		}
-		h.swap(i, c)
+		s.swap(i, c)
 		i = c
 	}
 }
 
-// push adds e to the heap.
-func (h *dueHeap) push(e *limEntry) {
-	e.pos = int32(len(*h))
-	*h = append(*h, e)
-	h.up(int(e.pos))
+// dueFix moves the entry at place i, whose due may be out of order, to its
+// place in the heap, and returns that place.
+func dueFix(s *limShard, i int) int {
+	if j := dueDown(s, i); j != i {
+		return j
+	}
+	return dueUp(s, i)
 }
 
-// remove takes e out of the heap.
-func (h *dueHeap) remove(e *limEntry) {
-	i, last := int(e.pos), len(*h)-1
-	if i != last {
-		h.swap(i, last)
-	}
-	(*h)[last] = nil
-	*h = (*h)[:last]
-	if i != last {
-		h.down(i)
-		h.up(i)
-	}
-}
-
-// setDue sets e's due to d and moves it to its place.
-func (h dueHeap) setDue(e *limEntry, d int64) {
-	old := e.due
-	e.due = d
+// setDue sets the due of the entry at place i to d, moves it to its place
+// in the heap, updates dueTop, and returns the entry's place.
+func setDue(s *limShard, i int, d int64) int {
+	old := s.ents[i].v.due
+	s.ents[i].v.due = d
 	if d < old {
-		h.up(int(e.pos))
+		i = dueUp(s, i)
 	} else {
-		h.down(int(e.pos))
+		i = dueDown(s, i)
 	}
+	s.dueTop.Store(dueHead(s))
+	return i
 }
 
-// top returns the head's due, or never if the heap is empty.
-func (h dueHeap) top() int64 {
-	if len(h) == 0 {
+// dueHeapify puts ents in heap order, after a change to many places.
+func dueHeapify(s *limShard) {
+	for i := len(s.ents)/2 - 1; i >= 0; i-- {
+		dueDown(s, i)
+	}
+	s.dueTop.Store(dueHead(s))
+}
+
+// dueHead returns the head's due, or never if the shard is empty.
+func dueHead(s *limShard) int64 {
+	if len(s.ents) == 0 {
 		return never
 	}
-	return h[0].due
+	return s.ents[0].v.due
 }

@@ -14,9 +14,9 @@ import (
 // burst: each key's credit accrues at the rate up to the burst, with the
 // laws of credit.Bucket. Its methods are safe for concurrent use.
 //
-// A key holds one credit.State, a few words, pointed to from its shard's
-// map: the configuration (a credit.Config) is shared, and no timer or
-// goroutine runs per key. A key's bucket is made full at the key's first use and dropped
+// A key holds one credit.State, a few words, beside the key in its
+// shard's table: the configuration (a credit.Config) is shared, and no
+// timer or goroutine runs per key. A key's bucket is made full at the key's first use and dropped
 // once it is full again with nobody waiting on it and nothing reserved
 // from it: then it is indistinguishable from a new one.
 //
@@ -36,7 +36,7 @@ import (
 // A Limiter must be made with NewLimiter: the zero value is not usable,
 // and its methods panic.
 type Limiter struct {
-	t   table[*limEntry]
+	t   table[limEntry]
 	cfg *credit.Config
 }
 
@@ -61,7 +61,8 @@ func NewLimiter(rate float64, burst int64, opts ...Option) (*Limiter, error) {
 	}
 	l := &Limiter{cfg: cfg}
 	l.t.init(o.maxKeys, l.idle)
-	l.t.dropped = l.dropped
+	l.t.moved = l.moved
+	l.t.compacted = dueHeapify
 	l.t.makeRoom = l.makeRoom
 	return l, nil
 }
@@ -87,45 +88,57 @@ func (l *Limiter) valid() {
 	}
 }
 
-// newEntry returns a new key's entry: a full bucket, not yet in its
-// shard's heap.
-func newEntry() *limEntry { return &limEntry{pos: -1} }
+// newEntry returns a new key's entry: a full bucket.
+func newEntry() limEntry { return limEntry{} }
 
-// idle reports whether key's entry e is indistinguishable from a new one:
-// full, nothing reserved, nobody waiting. It requires that s is locked.
-func (l *Limiter) idle(s *shard[*limEntry], key string, e *limEntry) bool {
-	if s.lines[key] != nil {
+// entry returns key's entry in s, whose hi is locate's for key, or nil if
+// s holds none. The pointer is good while s stays locked and no entry of
+// s moves. It requires that s is locked.
+func entry(s *limShard, key string, hi uint32) *limEntry {
+	if i, _ := s.find(key, hi); i >= 0 {
+		return &s.ents[i].v
+	}
+	return nil
+}
+
+// idle reports whether the entry at place i of s is indistinguishable
+// from a new one: full, nothing reserved, nobody waiting. It requires that
+// s is locked.
+func (l *Limiter) idle(s *limShard, i int) bool {
+	if s.lines[s.ents[i].key] != nil {
 		return false
 	}
-	return e.st.Full(l.cfg, l.cfg.Now())
+	return s.ents[i].v.st.Full(l.cfg, l.cfg.Now())
 }
 
-// dropped takes e, which the table has dropped, out of s's heap. It
-// requires that s is locked.
-func (l *Limiter) dropped(s *shard[*limEntry], e *limEntry) {
-	s.due.remove(e)
-	s.dueTop.Store(s.due.top())
+// moved puts the entry that the table moved to place i, from the end of
+// the heap, in its place. It requires that s is locked.
+func (l *Limiter) moved(s *limShard, i int) {
+	dueFix(s, i)
+	s.dueTop.Store(dueHead(s))
 }
 
-// dueOf returns the moment from which e can be dropped, as of now, or
-// never while credit is reserved from it or a line waits on it (each of
-// which lowers its due when it ends). It requires that s is locked.
-func (l *Limiter) dueOf(s *shard[*limEntry], e *limEntry, now int64) int64 {
-	if s.lines[e.key] != nil || e.st.Reserved() != 0 {
+// dueOf returns the moment from which the entry at place i of s can be
+// dropped, as of now, or never while credit is reserved from it or a line
+// waits on it (each of which lowers its due when it ends). It requires
+// that s is locked.
+func (l *Limiter) dueOf(s *limShard, i int, now int64) int64 {
+	e := &s.ents[i]
+	if s.lines[e.key] != nil || e.v.st.Reserved() != 0 {
 		return never
 	}
-	if d, ok := e.st.Wait(l.cfg, now, l.cfg.Burst()); ok {
+	if d, ok := e.v.st.Wait(l.cfg, now, l.cfg.Burst()); ok {
 		return now + int64(d)
 	}
 	return never
 }
 
-// lowerDue makes e's due now, if it is later, after a change that can make
-// e droppable sooner. It requires that s is locked.
-func (l *Limiter) lowerDue(s *shard[*limEntry], e *limEntry, now int64) {
-	if e.due > now {
-		s.due.setDue(e, now)
-		s.dueTop.Store(s.due.top())
+// lowerDue makes the due of the entry at place i of s now, if it is
+// later, after a change that can make the entry droppable sooner. It may
+// move the entry. It requires that s is locked.
+func (l *Limiter) lowerDue(s *limShard, i int, now int64) {
+	if s.ents[i].v.due > now {
+		setDue(s, i, now)
 	}
 }
 
@@ -157,20 +170,18 @@ func (l *Limiter) makeRoom() bool {
 // dropDue looks at the entries of s whose due has come, head first: it
 // drops those that can be dropped, gives the others their exact due, and
 // returns how many it dropped. It requires that s is locked.
-func (l *Limiter) dropDue(s *shard[*limEntry], now int64) int {
+func (l *Limiter) dropDue(s *limShard, now int64) int {
 	dropped := 0
-	for len(s.due) > 0 && s.due[0].due <= now {
-		e := s.due[0]
-		if l.idle(s, e.key, e) {
-			delete(s.m, e.key)
-			s.due.remove(e)
+	for dueHead(s) <= now {
+		if l.idle(s, 0) {
+			l.t.remove(s, 0)
 			dropped++
 			continue
 		}
-		s.due.setDue(e, l.dueOf(s, e, now))
+		setDue(s, 0, l.dueOf(s, 0, now))
 	}
 	l.t.count.Add(int64(-dropped))
-	s.dueTop.Store(s.due.top())
+	s.dueTop.Store(dueHead(s))
 	return dropped
 }
 
@@ -186,31 +197,32 @@ func (l *Limiter) checkRequest(n int64) error {
 	return nil
 }
 
-// lock locks key's shard and returns it with key's state, inserting a new
-// entry if key is absent. On ErrTooManyKeys the shard is unlocked.
-func (l *Limiter) lock(key string) (*shard[*limEntry], *credit.State, error) {
-	sh := l.t.shardOf(key)
+// lock locks key's shard and returns it with key's hi (see locate) and
+// entry, inserting a new entry if key is absent. On ErrTooManyKeys the
+// shard is unlocked.
+func (l *Limiter) lock(key string) (*limShard, uint32, *limEntry, error) {
+	sh, hi := l.t.locate(key)
 	sh.mu.Lock()
-	if e, ok := sh.m[key]; ok {
-		return sh, &e.st, nil
+	if e := entry(sh, key, hi); e != nil {
+		return sh, hi, e, nil
 	}
-	return l.lockNew(sh, key)
+	return l.lockNew(sh, key, hi)
 }
 
 // lockNew is lock for a key that was absent, outlined so that the path
 // for a key present stays small. It requires that sh is locked.
-func (l *Limiter) lockNew(sh *shard[*limEntry], key string) (*shard[*limEntry], *credit.State, error) {
-	e, err := l.t.insert(sh, key, newEntry)
+func (l *Limiter) lockNew(sh *limShard, key string, hi uint32) (*limShard, uint32, *limEntry, error) {
+	i, added, err := l.t.insert(sh, key, hi, newEntry)
 	if err != nil {
 		sh.mu.Unlock()
-		return sh, nil, err
+		return sh, hi, nil, err
 	}
-	if e.pos < 0 { // new: full, and so droppable from now
-		e.key, e.due = key, l.cfg.Now()
-		sh.due.push(e)
-		sh.dueTop.Store(sh.due.top())
+	if added { // full, and so droppable from now
+		sh.ents[i].v.due = l.cfg.Now()
+		i = dueUp(sh, i)
+		sh.dueTop.Store(dueHead(sh))
 	}
-	return sh, &e.st, nil
+	return sh, hi, &sh.ents[i].v, nil
 }
 
 // TrySpend takes n credits from key's bucket for good if its balance
@@ -225,13 +237,13 @@ func (l *Limiter) TrySpend(key string, n int64) bool {
 	if n < 0 || n > l.cfg.Burst() {
 		return false
 	}
-	sh, st, err := l.lock(key)
+	sh, _, e, err := l.lock(key)
 	if err != nil {
 		return false
 	}
 	ok := false
 	if sh.lines == nil || sh.lines[key] == nil {
-		ok = st.TrySpend(l.cfg, l.cfg.Now(), n)
+		ok = e.st.TrySpend(l.cfg, l.cfg.Now(), n)
 	}
 	sh.mu.Unlock()
 	return ok
@@ -271,13 +283,13 @@ func (l *Limiter) TryAcquire(key string, n int64) (token.Token, bool) {
 	if n < 0 || n > l.cfg.Burst() {
 		return token.Token{}, false
 	}
-	sh, st, err := l.lock(key)
+	sh, _, e, err := l.lock(key)
 	if err != nil {
 		return token.Token{}, false
 	}
 	ok := false
 	if sh.lines == nil || sh.lines[key] == nil {
-		ok = st.TryReserve(l.cfg, l.cfg.Now(), n)
+		ok = e.st.TryReserve(l.cfg, l.cfg.Now(), n)
 	}
 	sh.mu.Unlock()
 	if !ok {
@@ -309,7 +321,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int64, reserve bool) (
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	sh, st, err := l.lock(key)
+	sh, hi, e, err := l.lock(key)
 	if err != nil {
 		return false, err
 	}
@@ -317,9 +329,9 @@ func (l *Limiter) take(ctx context.Context, key string, n int64, reserve bool) (
 	if sh.lines == nil || sh.lines[key] == nil {
 		var ok bool
 		if reserve {
-			ok = st.TryReserve(l.cfg, now, n)
+			ok = e.st.TryReserve(l.cfg, now, n)
 		} else {
-			ok = st.TrySpend(l.cfg, now, n)
+			ok = e.st.TrySpend(l.cfg, now, n)
 		}
 		if ok {
 			sh.mu.Unlock()
@@ -328,7 +340,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int64, reserve bool) (
 	}
 	w := join(sh, key, n, reserve, now)
 	sh.mu.Unlock()
-	return true, l.wait(ctx, sh, key, w)
+	return true, l.wait(ctx, sh, key, hi, w)
 }
 
 // Decision is what Take did and what the key's bucket holds after it.
@@ -357,10 +369,11 @@ func (l *Limiter) Take(key string, n int64) (Decision, error) {
 	if err := l.checkRequest(n); err != nil {
 		return Decision{}, err
 	}
-	sh, st, err := l.lock(key)
+	sh, _, e, err := l.lock(key)
 	if err != nil {
 		return Decision{}, err
 	}
+	st := &e.st
 	now := l.cfg.Now()
 	var d Decision
 	if sh.lines == nil || sh.lines[key] == nil {
@@ -430,10 +443,10 @@ func (l *Limiter) fillTime() (time.Duration, bool) {
 // the table holds an entry for key; a key without one holds the burst.
 func (l *Limiter) Balance(key string) (int64, bool) {
 	l.valid()
-	sh := l.t.shardOf(key)
+	sh, hi := l.t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e, ok := sh.m[key]; ok {
+	if e := entry(sh, key, hi); e != nil {
 		return e.st.Balance(l.cfg, l.cfg.Now()), true
 	}
 	return l.cfg.Burst(), false
@@ -474,20 +487,20 @@ func (l *Limiter) settle(key string, n int64, back bool) {
 	if n == 0 {
 		return
 	}
-	sh := l.t.shardOf(key)
+	sh, hi := l.t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e, ok := sh.m[key]
-	if !ok {
+	i, _ := sh.find(key, hi)
+	if i < 0 {
 		return // unreachable: see reservation
 	}
 	now := l.cfg.Now()
-	if back {
-		e.st.Release(l.cfg, now, n)
+	if st := &sh.ents[i].v.st; back {
+		st.Release(l.cfg, now, n)
 	} else {
-		e.st.Forget(l.cfg, now, n)
+		st.Forget(l.cfg, now, n)
 	}
-	l.lowerDue(sh, e, now)
+	l.lowerDue(sh, i, now)
 	if line := sh.lines[key]; line != nil {
 		line.head.poke()
 	}

@@ -112,9 +112,10 @@ func (s *Semaphores) newEntry() *semEntry {
 	return &semEntry{sem: atomicsem.MustNew(s.limit.Load(), s.maxLimit)}
 }
 
-// idle reports whether e is indistinguishable from a new entry. It
-// requires that e's shard is locked.
-func (s *Semaphores) idle(_ *shard[*semEntry], _ string, e *semEntry) bool {
+// idle reports whether the entry at place i of sh is indistinguishable
+// from a new one. It requires that sh is locked.
+func (s *Semaphores) idle(sh *shard[*semEntry], i int) bool {
+	e := sh.ents[i].v
 	if e.own || e.waiting.Load() != 0 {
 		return false
 	}
@@ -134,26 +135,26 @@ func (s *Semaphores) TryAcquire(key string, n int64) (token.Token, bool) {
 	if s.checkRequest(n) != nil {
 		return token.Token{}, false
 	}
-	sh := s.t.shardOf(key)
+	sh, hi := s.t.locate(key)
 	sh.mu.Lock()
-	if e := sh.m[key]; e != nil {
+	if i, _ := sh.find(key, hi); i >= 0 {
 		defer sh.mu.Unlock()
-		return e.sem.TryAcquire(n)
+		return sh.ents[i].v.sem.TryAcquire(n)
 	}
 	sh.mu.Unlock()
-	return s.tryAcquireNew(sh, key, n)
+	return s.tryAcquireNew(sh, key, hi, n)
 }
 
 // tryAcquireNew is TryAcquire for a key that was absent, outlined so that
 // the path for a key present stays small.
-func (s *Semaphores) tryAcquireNew(sh *shard[*semEntry], key string, n int64) (token.Token, bool) {
+func (s *Semaphores) tryAcquireNew(sh *shard[*semEntry], key string, hi uint32, n int64) (token.Token, bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e, err := s.t.insert(sh, key, s.newEntry)
+	i, _, err := s.t.insert(sh, key, hi, s.newEntry)
 	if err != nil {
 		return token.Token{}, false
 	}
-	return e.sem.TryAcquire(n)
+	return sh.ents[i].v.sem.TryAcquire(n)
 }
 
 // Acquire blocks until n permits of key's semaphore are granted, then
@@ -189,13 +190,14 @@ func (s *Semaphores) Acquire(ctx context.Context, key string, n int64) (token.To
 // enter returns key's entry, made if absent, counted as waited on so that
 // it is not dropped until wait is done with it.
 func (s *Semaphores) enter(key string) (*semEntry, error) {
-	sh := s.t.shardOf(key)
+	sh, hi := s.t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e, err := s.t.insert(sh, key, s.newEntry)
+	i, _, err := s.t.insert(sh, key, hi, s.newEntry)
 	if err != nil {
 		return nil, err
 	}
+	e := sh.ents[i].v
 	e.waiting.Add(1)
 	return e, nil
 }
@@ -251,13 +253,14 @@ func (s *Semaphores) SetKeyLimit(key string, limit int64) error {
 	if err := s.checkLimit(limit); err != nil {
 		return err
 	}
-	sh := s.t.shardOf(key)
+	sh, hi := s.t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e, err := s.t.insert(sh, key, s.newEntry)
+	i, _, err := s.t.insert(sh, key, hi, s.newEntry)
 	if err != nil {
 		return err
 	}
+	e := sh.ents[i].v
 	e.own = true
 	_ = e.sem.SetLimit(limit) // within [0, max]: cannot fail
 	return nil
@@ -272,10 +275,11 @@ func (s *Semaphores) ResetKeyLimit(key string) {
 	// a shared limit that SetLimit has just replaced.
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
-	sh := s.t.shardOf(key)
+	sh, hi := s.t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e := sh.m[key]; e != nil && e.own {
+	if i, _ := sh.find(key, hi); i >= 0 && sh.ents[i].v.own {
+		e := sh.ents[i].v
 		e.own = false
 		_ = e.sem.SetLimit(s.limit.Load())
 	}
@@ -286,11 +290,11 @@ func (s *Semaphores) ResetKeyLimit(key string) {
 // holds no entry for key: the two are indistinguishable.
 func (s *Semaphores) KeyStats(key string) (atomicsem.Stats, bool) {
 	s.valid()
-	sh := s.t.shardOf(key)
+	sh, hi := s.t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e := sh.m[key]; e != nil {
-		return e.sem.Stats(), true
+	if i, _ := sh.find(key, hi); i >= 0 {
+		return sh.ents[i].v.sem.Stats(), true
 	}
 	l := s.limit.Load()
 	return atomicsem.Stats{Available: l, Limit: l, Max: s.maxLimit}, false

@@ -206,10 +206,12 @@ func (p *Proxy) Drop(dir Dir, on bool) {
 }
 
 // BlackHole makes the proxy answer nothing (on): it still accepts
-// connections, but forwards nothing either way and does not connect a new
-// one to the server; off forwards again on the connections that have a
-// server. A connection accepted while the proxy was a black hole stays one
-// until it is reset.
+// connections, but discards what it reads either way and does not connect
+// a new one to the server; off forwards again on the connections that
+// have a server, whose byte streams now have holes (see Drop). A
+// connection accepted while the proxy was a black hole stays one until it
+// is reset. A partition that heals, after which TCP delivers what it had
+// kept back, is a Delay, or a Hold and Release of what the client sends.
 func (p *Proxy) BlackHole(on bool) {
 	p.mu.Lock()
 	p.blackHole = on
