@@ -43,7 +43,10 @@ import (
 //     new generation lprev is dropped and lcur becomes lprev (two or more
 //     generations on, or a clock that reads backwards, both are dropped).
 //     Dropped credit is not given back to avail: it counts as spent, and
-//     accrual refills the room it leaves at the rate. A lease renews its
+//     accrual refills the room it leaves at the rate, from the start of
+//     the generation that dropped it (a bucket that was full until then
+//     accrues from then, as a key that expired at the drop and came back
+//     full once accrual had filled it would). A lease renews its
 //     reservation into the current generation at every call, so only the
 //     credit of a lease that has not called within a generation (its
 //     process died, or lost Redis) is dropped, at least one hold after its
@@ -121,17 +124,39 @@ end
 -- A new generation drops the leased credit of the generation before the
 -- last: no lease renewed it within a hold. It stays out of the balance
 -- (it may have been spent), and the room it leaves refills by accrual,
--- from now.
+-- from the start of the generation that dropped it (the later one, where
+-- two were dropped), as if it had been dropped then.
 if gen ~= epoch then
+  local dropped = -1
   if gen == epoch + 1 then
+    if lprev > 0 then
+      dropped = gen * span
+    end
     lprev, lcur = lcur, 0
   else
+    if gen < epoch then
+      dropped = now
+    elseif lcur > 0 then
+      dropped = (epoch + 2) * span
+    elseif lprev > 0 then
+      dropped = (epoch + 1) * span
+    end
     lprev, lcur = 0, 0
   end
   epoch = gen
-  if origin < 0 and avail + held + lcur + lprev < burst then
-    origin = now
+  if dropped >= 0 and origin < 0 and avail + held + lcur + lprev < burst then
+    -- Full until the drop: accrual runs from it.
+    origin = math.min(dropped, now)
     minted = 0
+    if was > 0 and now > origin then
+      minted = floor(was * (now - origin) / 1e6)
+      avail = avail + minted
+      if avail + held + lcur + lprev >= burst then
+        avail = burst - held - lcur - lprev
+        origin = -1
+        minted = 0
+      end
+    end
   end
 end
 
