@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,6 +123,11 @@ type Lease struct {
 	// wanted is the credit that callers waiting on the pool, or on a
 	// round trip, need.
 	wanted atomic.Int64
+	// missed is the credit TrySpend calls were refused since the refill
+	// last looked: demand that the pool did not meet counts as demand, so
+	// that a lease the fleet leaves short does not shrink its block for
+	// it, and asks for its part.
+	missed atomic.Int64
 	kick   chan struct{} // capacity 1: wakes the refill
 	quit   chan struct{} // closed by Close
 	exited chan struct{} // closed when the refill returns
@@ -164,7 +170,8 @@ type refill struct {
 	demand          float64   // credit spent per second, smoothed
 	window          int64     // credit spent since looked
 	boost           int64     // the least block while callers find the pool short
-	looked, active  time.Time // the last measure of the demand, and the last look that saw a spend
+	looked, active  time.Time // the last measure of the demand, and when a spend was last seen made
+	seen            time.Time // the last look
 }
 
 // Lease returns a lease on key: a local pool that spends key's credit from
@@ -259,6 +266,7 @@ func (le *Lease) trySpendSlow(ctx context.Context, n int64) (bool, error) {
 			le.wake()
 			p := le.dryErr.Load()
 			if p == nil {
+				le.missed.Add(n)
 				return false, nil
 			}
 			err = *p
@@ -577,9 +585,13 @@ func (le *Lease) step() time.Duration {
 	// least a sixteenth of an interval, following a rise at once and a
 	// fall over about an interval.
 	if spent > 0 {
-		s.active = now
+		// The spend was made after the last look: counting the process
+		// active from then gives its idle credit back an interval after
+		// its last spend at the latest, not an interval after this look.
+		s.active = s.seen
 	}
-	s.window += spent
+	s.seen = now
+	s.window += spent + le.missed.Swap(0)
 	if dt := now.Sub(s.looked); dt >= le.interval/16 {
 		rate := float64(s.window) / dt.Seconds()
 		if rate > s.demand {
@@ -601,13 +613,14 @@ func (le *Lease) step() time.Duration {
 
 	avail := lim - p.Held()
 	need := le.wanted.Load() - avail
-	// A pool that callers find short doubles its block at each look, as a
-	// demand that rose faster than it is measured would need; the boost
-	// halves at each look that finds nobody short.
-	if need > 0 {
+	// Until its demand is first measured (a sixteenth of an interval
+	// after it starts), a pool that callers find short doubles its block
+	// at each look, so that a lease that starts under load takes a few
+	// round trips to reach its block, not one per spend.
+	if need > 0 && s.demand == 0 {
 		s.boost = min(max(2*s.boost, 1), s.cap)
 	} else {
-		s.boost /= 2
+		s.boost = 0
 	}
 	block := min(max(int64(math.Ceil(s.demand*le.interval.Seconds())), s.boost, 1), s.cap, le.max)
 	low := max(block/4, 1)
@@ -716,13 +729,17 @@ func (le *Lease) trip(p *atomicsem.Semaphore, want, give int64) time.Duration {
 		le.dry.Store(0)
 		if r.ok < want && r.avail <= 0 {
 			// Redis had not enough: the fleet wants more than the rate.
-			// Ask again a quarter of an interval on, or when accrual
-			// should have covered the rest if that is later (up to an
-			// interval), so that a lease makes at most four round trips
-			// per interval however great the demand; until then a short
-			// pool is answered from this answer.
-			if r.wait > next {
-				next = min(r.wait, le.interval)
+			// Ask again about a quarter of an interval on (an interval if
+			// accrual takes that long to cover the rest), so that a lease
+			// makes about four round trips per interval however great the
+			// demand; until then a short pool is answered from this
+			// answer. The delay is drawn at random between an eighth and
+			// three eighths of an interval, so that the leases that wait
+			// for credit take turns in no fixed order: each finds what
+			// accrued since the one before it.
+			next = le.interval/8 + rand.N(le.interval/4)
+			if r.wait > le.interval {
+				next = le.interval
 			}
 			le.dry.Store(time.Now().Add(next).UnixNano())
 		}
