@@ -727,16 +727,18 @@ func (le *Lease) trip(p *atomicsem.Semaphore, want, give int64) time.Duration {
 		next = le.interval / 4
 		le.dryErr.Store(nil)
 		le.dry.Store(0)
-		if r.ok < want && r.avail <= 0 {
-			// Redis had not enough: the fleet wants more than the rate.
-			// Ask again about a quarter of an interval on (an interval if
+		if want > 0 && r.avail <= 0 {
+			// Redis has nothing left: the fleet wants the whole rate, or
+			// more. Whether this lease got all it asked for or not, it
+			// asks again about a quarter of an interval on (an interval if
 			// accrual takes that long to cover the rest), so that a lease
 			// makes about four round trips per interval however great the
 			// demand; until then a short pool is answered from this
 			// answer. The delay is drawn at random between an eighth and
-			// three eighths of an interval, so that the leases that wait
-			// for credit take turns in no fixed order: each finds what
-			// accrued since the one before it.
+			// three eighths of an interval, so that the leases take turns
+			// in no fixed order, each finding what accrued since the one
+			// before it: a lease that got its block does not ask again
+			// sooner than one that did not.
 			next = le.interval/8 + rand.N(le.interval/4)
 			if r.wait > le.interval {
 				next = le.interval
