@@ -64,7 +64,9 @@ func WithLeaseInterval(d time.Duration) LeaseOption {
 // quarter of a block. Credit the process does not spend for an interval
 // goes back, all of it, and a pool that holds more than two blocks gives
 // back the surplus, so that idle credit returns to the fleet within an
-// interval and a quarter, plus a round trip. When Redis has not the credit
+// interval and three eighths of the process's last spend, plus a round
+// trip (the lease looks at its pool every quarter interval, or at a random
+// eighth to three eighths while the fleet is short). When Redis has not the credit
 // a lease asks for (the fleet wants more than the rate), the lease asks
 // again a quarter of an interval later (or when Redis forecasts the
 // credit, up to an interval), and answers a TrySpend its pool cannot cover
