@@ -57,8 +57,9 @@ func WithPoolInterval(d time.Duration) PoolOption {
 // (WithPoolInterval) the pool reads the semaphore (one round trip) and
 // gives back, in one round trip per block it shrinks:
 //
-//   - the permits that no local holder used during the last interval, so
-//     that idle permits go back within an interval and a round trip;
+//   - the permits that no local holder used during the last interval (the
+//     two half intervals before the look), so that idle permits go back
+//     within an interval and a half and a round trip;
 //   - while another process waits for permits, or the semaphore holds more
 //     than its limit (SetLimit lowered it), the permits above the pool's
 //     fair share: the largest share such that every process that wants
@@ -70,7 +71,8 @@ func WithPoolInterval(d time.Duration) PoolOption {
 // So a lowered limit reaches the pools within half an interval and a
 // round trip for idle permits, and as local holders release for the rest;
 // a process waiting for permits that another pool keeps idle is blocked at
-// most an interval and a round trip.
+// most half an interval and a round trip (the pool's next look sees it
+// waiting).
 //
 // # The limit stays exact
 //

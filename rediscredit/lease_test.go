@@ -26,9 +26,9 @@ import (
 // server's clock (µs), the credit granted, the credit the call gave back,
 // and the bucket's balance and reservations after it.
 type leaseCall struct {
-	now                     int64
-	granted, given          int64
-	avail, reserved, burstN int64
+	now             int64
+	granted, given  int64
+	avail, reserved int64
 }
 
 // leaseRecord is a go-redis hook that keeps Redis's answer to every lease
@@ -174,7 +174,10 @@ func TestLeaseRefusesBadInput(t *testing.T) {
 	require.ErrorIs(t, err, atomicsem.ErrExceedsMax)
 	require.ErrorIs(t, le.Spend(ctx, -1), atomicsem.ErrInvalidPermits)
 	require.ErrorIs(t, le.Spend(ctx, 6), atomicsem.ErrExceedsMax)
-	require.PanicsWithValue(t, "rediscredit: nil Context", func() { _, _ = le.TrySpend(nil, 9) }) //nolint:staticcheck // the misuse under test
+	var nilCtx context.Context
+	require.PanicsWithValue(t, "rediscredit: nil Context", func() { _, _ = le.TrySpend(nilCtx, 9) })
+	require.PanicsWithValue(t, "rediscredit: nil Context", func() { _ = le.Spend(nilCtx, 9) })
+	require.PanicsWithValue(t, "rediscredit: nil Context", func() { _ = le.Close(nilCtx) })
 	done, cancel := context.WithCancel(ctx)
 	cancel()
 	_, err = le.TrySpend(done, 1)
