@@ -66,12 +66,15 @@ func WithLeaseInterval(d time.Duration) LeaseOption {
 // back the surplus, so that idle credit returns to the fleet within an
 // interval and three eighths of the process's last spend, plus a round
 // trip (the lease looks at its pool every quarter interval, or at a random
-// eighth to three eighths while the fleet is short). When Redis has not the credit
-// a lease asks for (the fleet wants more than the rate), the lease asks
-// again a quarter of an interval later (or when Redis forecasts the
-// credit, up to an interval), and answers a TrySpend its pool cannot cover
-// from Redis's last answer until then: a lease makes at most about four
-// round trips per interval however great its demand.
+// eighth to three eighths while the fleet is short). When a call leaves
+// Redis with nothing to grant (the fleet wants the rate or more), the
+// lease asks again after a random eighth to three eighths of an interval
+// (an interval, if Redis forecasts the credit later than that), whether
+// or not it got its block, and until then answers a TrySpend that its
+// pool cannot cover from Redis's last answer: a lease makes about four
+// round trips per interval however great its demand, and the leases that
+// wait take turns at what accrues, in no fixed order. The turns share the
+// rate among them roughly, not by max-min fairness: see docs/fleet.md.
 //
 // # The laws stay exact
 //
@@ -135,11 +138,10 @@ type Lease struct {
 	exited chan struct{} // closed when the refill returns
 
 	// dry is when a short pool may next ask Redis (UnixNano): until then
-	// Redis's last answer stands, that it had no credit to grant (for a
-	// quarter of an interval, or until its forecast of accrual), or that
-	// it could not be reached (for a sixteenth of an interval), and a
-	// TrySpend that the pool cannot cover is answered from it without a
-	// round trip.
+	// Redis's last answer stands, that it had no credit left to grant (for
+	// a random eighth to three eighths of an interval), or that it could
+	// not be reached (for a sixteenth of an interval), and a TrySpend that
+	// the pool cannot cover is answered from it without a round trip.
 	dry    atomic.Int64
 	dryErr atomic.Pointer[error] // the failure that set dry, nil if none
 
@@ -162,15 +164,15 @@ type refill struct {
 	// The pool's limit moves by the refill's raises and lowers and by the
 	// spends; so the credit spent through it is raised − lowered − limit.
 	raised, lowered int64
-	used            int64 // the credit spent through the pool at the last look
-	unsent          int64 // spent and not yet settled in Redis
-	mine            int64 // the reservation in Redis, as the lease knows it
-	epoch           int64 // the generation it is in
-	valid           time.Time
+	used            int64     // the credit spent through the pool at the last look
+	unsent          int64     // spent and not yet settled in Redis
+	mine            int64     // the reservation in Redis, as the lease knows it
+	epoch           int64     // the generation it is in
+	valid           time.Time // the pool's credit may be spent until then (see expire)
 	refresh         time.Time // renew by then, even with nothing to change
 	cap             int64     // the largest block, from the fleet's reservations
-	demand          float64   // credit spent per second, smoothed
-	window          int64     // credit spent since looked
+	demand          float64   // credit spent or refused per second, smoothed
+	window          int64     // credit spent or refused since looked
 	boost           int64     // the least block while callers find the pool short
 	looked, active  time.Time // the last measure of the demand, and when a spend was last seen made
 	seen            time.Time // the last look
