@@ -345,12 +345,17 @@ func TestPoolFailsClosedWithinTheLease(t *testing.T) {
 		actx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 		tok, err := p.Acquire(actx, 1)
 		cancel()
-		if err == nil {
+		switch {
+		case err == nil:
 			served++
 			last = time.Since(cut)
 			tok.Release()
-		} else {
+		case errors.Is(err, etcdsem.ErrUnavailable), errors.Is(err, etcdsem.ErrSessionLost):
 			lastErr = err
+		default:
+			// The 20 ms ran out: the pool waited for permits, or a loaded
+			// machine spent them before the call looked.
+			require.ErrorIs(t, err, context.DeadlineExceeded)
 		}
 		if mustStats(t, other.Semaphore).Held == 0 {
 			freed = time.Since(cut)
@@ -365,9 +370,7 @@ func TestPoolFailsClosedWithinTheLease(t *testing.T) {
 	// left, and etcd gives that in whole seconds, rounded down: well before
 	// etcd lets the lease go, by more than the time between two looks here.
 	require.Less(t, last, freed-300*time.Millisecond, "an acquire was served as etcd gave the pool's permits back")
-	if !errors.Is(lastErr, etcdsem.ErrSessionLost) { // its client may have seen the lease end already
-		require.ErrorIs(t, lastErr, etcdsem.ErrUnavailable)
-	}
+	require.Error(t, lastErr, "the pool never said it stopped serving")
 	srv.heal()
 	require.Eventually(t, func() bool {
 		actx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
