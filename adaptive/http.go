@@ -6,6 +6,9 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
+	"time"
+
+	"github.com/atomicsem/atomicsem/overload"
 )
 
 // ErrLimited is returned by Transport.RoundTrip when it sheds a request
@@ -160,6 +163,13 @@ func unavailable(w http.ResponseWriter, _ *http.Request) {
 // Wait set waits for a slot until the request's context is done and then
 // returns the context's error.
 //
+// Before the Limiter, a Transport backs off as the server asks (see
+// RoundTrip): while a Retry-After it honours runs, and for the share of
+// requests its Throttle rejects, RoundTrip fails at once, without a permit
+// and without the network, with errors that match ErrLimited. It carries
+// the class of a request whose context has one to the server, in the
+// ClassHeader field.
+//
 // The permit ends with the verdict of ClassifyClient (see the package
 // documentation's table of outcomes), or of Classify; Ignored if Base,
 // Classify or the body's Close panics, the panic going on to the caller.
@@ -181,9 +191,39 @@ type Transport struct {
 	// ClassifyClient: from the response, or from the error when Base
 	// returned one or reading the body failed (resp is then nil).
 	Classify func(resp *http.Response, err error) Outcome
+	// Throttle, if not nil, rejects requests locally, before the Limiter,
+	// in the share the server has been rejecting them (overload.Throttle,
+	// the Google SRE rule).
+	Throttle *overload.Throttle
+	// MaxRetryAfter, if positive, makes RoundTrip honour the Retry-After
+	// of a 429 or 503 response for at most MaxRetryAfter; zero ignores
+	// Retry-After.
+	MaxRetryAfter time.Duration
+	// ClassHeader names the header field that carries the class of a
+	// request whose context has one (overload.ContextWithClass); empty
+	// means overload.DefaultClassHeader.
+	ClassHeader string
+
+	// retryUntil is when the last honoured Retry-After ends, in Unix
+	// nanoseconds; 0 if none.
+	retryUntil atomic.Int64
 }
 
 // RoundTrip implements http.RoundTripper.
+//
+// Before it takes a permit, RoundTrip refuses a request at once, without
+// the network: with a *RetryAfterError while a Retry-After runs (with
+// MaxRetryAfter set, a 429 or 503 whose Retry-After names a number of
+// seconds or an HTTP date makes every request fail until then, or for
+// MaxRetryAfter if that ends first, the later end of two standing), and
+// with ErrThrottled when Throttle rejects it. Both match ErrLimited. The
+// Throttle counts each request it lets through, and as accepted each
+// answer but a 429 or 503, and each round trip ended by the request's own
+// context; any other error of Base counts as a rejection.
+//
+// A request whose context carries a class (overload.ContextWithClass), and
+// which has no ClassHeader field of its own, is sent with the class in
+// that field, on a copy: the caller's request is not changed.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t == nil {
 		panic("adaptive: RoundTrip on a nil *Transport")
@@ -193,6 +233,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if req == nil {
 		panic("adaptive: Transport.RoundTrip: nil Request")
+	}
+	req, err := t.before(req)
+	if err != nil {
+		return nil, err
 	}
 	p := new(Permit)
 	if t.Wait {
@@ -226,6 +270,7 @@ func (t *Transport) roundTrip(req *http.Request, p *Permit) (*http.Response, err
 		classify = ClassifyClient
 	}
 	resp, err := base.RoundTrip(req)
+	t.after(resp, err)
 	switch {
 	case err != nil:
 		o = classify(nil, err)
