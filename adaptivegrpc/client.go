@@ -23,6 +23,10 @@ import (
 func UnaryClientInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.UnaryClientInterceptor {
 	c := newConfig(lim, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+		if err := c.refuse(); err != nil {
+			return err
+		}
+		ctx = sendClass(ctx)
 		var p adaptive.Permit
 		if err := c.admit(ctx, &p); err != nil {
 			return err
@@ -31,7 +35,10 @@ func UnaryClientInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.UnaryCli
 		// that a panic in the invoker or the classifier frees the slot too.
 		o := adaptive.Ignored
 		defer func() { p.End(o) }()
-		err := invoker(ctx, method, req, reply, cc, callOpts...)
+		var trailer metadata.MD
+		err := invoker(ctx, method, req, reply, cc, c.trailerOption(callOpts, &trailer)...)
+		c.notePushback(err, trailer)
+		c.accept(err)
 		o = c.classify(ctx, method, err)
 		return err
 	}
@@ -51,7 +58,11 @@ func UnaryClientInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.UnaryCli
 func StreamClientInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.StreamClientInterceptor {
 	c := newConfig(lim, opts)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
-		s := &clientStream{ctx: ctx, method: method, classify: c.classify, oneReply: !desc.ServerStreams}
+		if err := c.refuse(); err != nil {
+			return nil, err
+		}
+		ctx = sendClass(ctx)
+		s := &clientStream{ctx: ctx, method: method, c: c, oneReply: !desc.ServerStreams}
 		if err := c.admit(ctx, &s.p); err != nil {
 			return nil, err
 		}
@@ -105,7 +116,7 @@ type clientStream struct {
 	grpc.ClientStream
 	ctx      context.Context
 	method   string
-	classify Classifier
+	c        *config
 	oneReply bool        // the stream has one response, after which it ends
 	stop     func() bool // unregisters contextDone; set before the stream opens
 	done     atomic.Bool
@@ -118,6 +129,10 @@ func (s *clientStream) RecvMsg(m any) error {
 	case err == io.EOF:
 		s.end(nil)
 	case err != nil:
+		// The trailer is complete once RecvMsg has failed, and only then.
+		if s.c.maxPushback > 0 {
+			s.c.notePushback(err, s.ClientStream.Trailer())
+		}
 		s.end(err)
 	case s.oneReply:
 		s.end(nil)
@@ -155,7 +170,8 @@ func (s *clientStream) finish(err error) {
 	o := adaptive.Ignored
 	defer func() { s.p.End(o) }()
 	if err != errStreamerPanicked {
-		o = s.classify(s.ctx, s.method, err)
+		s.c.accept(err)
+		o = s.c.classify(s.ctx, s.method, err)
 	}
 }
 

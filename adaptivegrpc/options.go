@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/atomicsem/atomicsem/adaptive"
 	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/overload"
 )
 
 // An Option configures an interceptor.
@@ -22,6 +24,12 @@ type config struct {
 	classify Classifier
 	wait     bool
 	pushback metadata.MD // the trailer of a shed RPC, for the server interceptors
+
+	// For the client interceptors: WithThrottle's, WithMaxRetryPushback's,
+	// and when the last honoured pushback ends, in Unix nanoseconds.
+	throttle    *overload.Throttle
+	maxPushback time.Duration
+	retryUntil  atomic.Int64
 }
 
 // DefaultRetryPushback is the retry hint a server interceptor sends with an
@@ -39,8 +47,8 @@ const pushbackKey = "grpc-retry-pushback-ms"
 // the trailer grpc-retry-pushback-ms carries d in milliseconds, rounded up.
 // A negative d sends -1, which tells a grpc-go client not to retry at all.
 // The hint reaches a client that retries by a service config's retry
-// policy for ResourceExhausted; the client interceptors, which shed before
-// the network, ignore it.
+// policy for ResourceExhausted, and a client whose interceptors honour it
+// (WithMaxRetryPushback).
 func WithRetryPushback(d time.Duration) Option {
 	md := pushbackTrailer(d)
 	return func(c *config) { c.pushback = md }

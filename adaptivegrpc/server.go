@@ -18,6 +18,7 @@ import (
 func UnaryServerInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.UnaryServerInterceptor {
 	c := newConfig(lim, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx = receiveClass(ctx)
 		var p adaptive.Permit
 		if err := c.admit(ctx, &p); err != nil {
 			if err == errLimited {
@@ -46,6 +47,10 @@ func StreamServerInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.StreamS
 	c := newConfig(lim, opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx := ss.Context()
+		if cctx := receiveClass(ctx); cctx != ctx {
+			ctx = cctx
+			ss = &classStream{ServerStream: ss, ctx: ctx}
+		}
 		var p adaptive.Permit
 		if err := c.admit(ctx, &p); err != nil {
 			if err == errLimited {
