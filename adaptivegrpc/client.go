@@ -35,9 +35,11 @@ func UnaryClientInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.UnaryCli
 		// that a panic in the invoker or the classifier frees the slot too.
 		o := adaptive.Ignored
 		defer func() { p.End(o) }()
-		var trailer metadata.MD
-		err := invoker(ctx, method, req, reply, cc, c.trailerOption(callOpts, &trailer)...)
-		c.notePushback(err, trailer)
+		callOpts, trailer := c.trailerOption(callOpts)
+		err := invoker(ctx, method, req, reply, cc, callOpts...)
+		if trailer != nil {
+			c.notePushback(err, *trailer)
+		}
 		c.accept(err)
 		o = c.classify(ctx, method, err)
 		return err

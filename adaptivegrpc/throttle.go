@@ -132,13 +132,15 @@ func (c *config) pushbackLeft() time.Duration {
 	return left
 }
 
-// trailerOption returns callOpts with one that stores the call's trailer
-// in md, when the pushback is honoured, and callOpts as they are otherwise.
-func (c *config) trailerOption(callOpts []grpc.CallOption, md *metadata.MD) []grpc.CallOption {
+// trailerOption returns, when the pushback is honoured, callOpts with one
+// more that stores the call's trailer, and where; otherwise callOpts as
+// they are and nil, so that a call allocates nothing for it.
+func (c *config) trailerOption(callOpts []grpc.CallOption) ([]grpc.CallOption, *metadata.MD) {
 	if c.maxPushback <= 0 {
-		return callOpts
+		return callOpts, nil
 	}
-	return append(callOpts[:len(callOpts):len(callOpts)], grpc.Trailer(md))
+	md := new(metadata.MD)
+	return append(callOpts[:len(callOpts):len(callOpts)], grpc.Trailer(md)), md
 }
 
 // sendClass returns ctx with the class it carries in its outgoing
