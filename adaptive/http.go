@@ -43,6 +43,12 @@ var ErrLimited = errors.New("adaptive: concurrency limit reached")
 // TimeoutHandler answers while next runs on without one, and the limit
 // would no longer bound the handlers running.
 //
+// With a Limiter made WithGate, a request is admitted for its class: the
+// one its context carries (overload.ContextWithClass, set by a middleware
+// outside Handler), or else the one its overload.DefaultClassHeader field
+// names, which next then finds in the context too. Trust the header only
+// where clients cannot set it as they please (see overload.Middleware).
+//
 // It is a run-time error to pass a nil lim, next or HandlerOption; the
 // panic message begins "adaptive: ".
 func Handler(lim *Limiter, next http.Handler, opts ...HandlerOption) http.Handler {
@@ -94,7 +100,8 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var p Permit
-	if !h.lim.TryAcquire(&p) {
+	r, ok := h.lim.tryAcquireRequest(r, &p)
+	if !ok {
 		h.reject.ServeHTTP(w, r)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/overload"
 )
 
 var (
@@ -59,6 +60,7 @@ const (
 // atomicsem's Release does.
 type Limiter struct {
 	sem      *atomicsem.Semaphore
+	gate     *overload.Gate // WithGate's, in place of sem; nil without it
 	rejected atomic.Uint64
 	// turnedAway counts the requests the limit turned away: TryAcquire
 	// calls that found no free slot and Acquire calls that had to wait.
@@ -91,6 +93,7 @@ type Option func(*config)
 type config struct {
 	min, initial, max int64
 	semOpts           []atomicsem.Option
+	gate              *overload.Gate
 }
 
 // WithLimits sets where the limit starts, initial, and the bounds it
@@ -149,6 +152,9 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
+	if cfg.gate != nil {
+		return newGated(ctrl, cfg)
+	}
 	sem, err := atomicsem.New(cfg.initial, cfg.max, cfg.semOpts...)
 	if err != nil {
 		return nil, err // unreachable: the bounds were checked above
@@ -185,6 +191,9 @@ func (l *Limiter) Acquire(ctx context.Context, p *Permit) error {
 	if err := ctx.Err(); err != nil {
 		return err // as the semaphore's Acquire does for a ctx done before the call
 	}
+	if l.gate != nil {
+		return l.acquireGate(ctx, p)
+	}
 	var ok bool
 	if p.tok, ok = l.sem.TryAcquire(1); !ok {
 		return l.acquireSlow(ctx, p)
@@ -215,6 +224,9 @@ func (l *Limiter) acquireSlow(ctx context.Context, p *Permit) error {
 func (l *Limiter) TryAcquire(p *Permit) bool {
 	l.mustExist()
 	p.mustBeFree()
+	if l.gate != nil {
+		return l.tryAcquireGate(l.gate.Classes()-1, p)
+	}
 	var ok bool
 	if p.tok, ok = l.sem.TryAcquire(1); !ok {
 		l.rejected.Add(1)
@@ -241,7 +253,7 @@ func (l *Limiter) mustExist() {
 // cache line.
 func (l *Limiter) admit(p *Permit) {
 	p.l = l
-	p.inFlight = l.sem.Held()
+	p.inFlight = l.held()
 	p.turnedAway = l.turnedAway.Load()
 	p.start = time.Since(l.epoch)
 }
@@ -268,7 +280,7 @@ func (l *Limiter) record(s Sample) {
 		l.limit = max(l.min, min(l.max, next))
 	}
 	if n := int64(l.limit); n != l.set {
-		if l.sem.SetLimit(n) == nil { // fails only once closed
+		if l.setLimit(n) == nil { // fails only once closed
 			l.set = n
 		}
 	}
@@ -342,7 +354,7 @@ type Stats struct {
 // run-time error to call it on a nil Limiter.
 func (l *Limiter) Stats() Stats {
 	l.mustExist()
-	st := l.sem.Stats()
+	st := l.limitStats()
 	l.mu.Lock()
 	s := Stats{
 		Limit:     st.Limit,
@@ -365,5 +377,5 @@ func (l *Limiter) Stats() Stats {
 // a run-time error to call it on a nil Limiter.
 func (l *Limiter) Close() {
 	l.mustExist()
-	l.sem.Close()
+	l.closeLimit()
 }

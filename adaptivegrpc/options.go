@@ -106,7 +106,7 @@ func newConfig(lim *adaptive.Limiter, opts []Option) *config {
 // ctx is done while it waits, Unavailable once the Limiter is closed.
 func (c *config) admit(ctx context.Context, p *adaptive.Permit) error {
 	if !c.wait {
-		if c.lim.TryAcquire(p) {
+		if c.lim.TryAcquireContext(ctx, p) {
 			return nil
 		}
 		return errLimited
