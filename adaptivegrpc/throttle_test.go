@@ -272,3 +272,48 @@ func TestClassTravelsInMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestServerAdmitsByTheClassThroughAGate serves, over loopback, a limit of
+// 2 enforced by an overload.Gate whose sheddable class may hold 1: with
+// one sheddable RPC held, a second sheddable one is shed and a critical
+// one, its class sent in the metadata from the client's context, is
+// admitted. The server interceptors admit by the class they received.
+func TestServerAdmitsByTheClassThroughAGate(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unary", true: "stream"}[stream], func(t *testing.T) {
+			g, err := overload.New(1, 10, []overload.Class{{Name: "critical"}, {Name: "sheddable", MaxShare: 0.5}})
+			require.NoError(t, err)
+			server, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(2, 2, 2), adaptive.WithGate(g))
+			require.NoError(t, err)
+			t.Cleanup(server.Close)
+			started, release := make(chan struct{}, 1), make(chan struct{})
+			var first atomic.Bool
+			block := blocking(started, release)
+			svc := &service{unary: func(ctx context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+				if first.CompareAndSwap(false, true) {
+					return block(ctx, req)
+				}
+				return &testgrpc.SimpleResponse{}, nil
+			}}
+			client := serve(t, svc, []grpc.ServerOption{
+				grpc.ChainUnaryInterceptor(adaptivegrpc.UnaryServerInterceptor(server)),
+				grpc.ChainStreamInterceptor(adaptivegrpc.StreamServerInterceptor(server)),
+			},
+				grpc.WithChainUnaryInterceptor(adaptivegrpc.UnaryClientInterceptor(fixedLimiter(t, 10))),
+				grpc.WithChainStreamInterceptor(adaptivegrpc.StreamClientInterceptor(fixedLimiter(t, 10))))
+			sheddable := overload.ContextWithClass(context.Background(), "sheddable")
+			critical := overload.ContextWithClass(context.Background(), "critical")
+			held := make(chan error, 1)
+			go func() {
+				_, err := client.UnaryCall(sheddable, &testgrpc.SimpleRequest{})
+				held <- err
+			}()
+			<-started
+			require.Equal(t, codes.ResourceExhausted, status.Code(call(sheddable, client, stream, codes.OK)), "sheddable at its ceiling")
+			require.NoError(t, call(critical, client, stream, codes.OK), "critical admitted")
+			close(release)
+			require.NoError(t, <-held)
+			require.Eventually(t, func() bool { return g.Held() == 0 }, 10*time.Second, time.Millisecond)
+		})
+	}
+}
