@@ -121,4 +121,27 @@
 // publishes them with expvar. Limiter.Observe tells a function of each
 // permit's end, with its outcome and RTT, for a latency histogram (package
 // adaptiveotel's).
+//
+// # Priorities and backing off
+//
+// Package overload's pieces work with the limit this package moves:
+//
+//   - WithGate makes a Limiter enforce its limit with an overload.Gate, whose
+//     classes share the limit the controller moves, each with its guaranteed
+//     share and its ceiling. A request is admitted for the class its context
+//     carries (overload.ContextWithClass; TryAcquireContext, Acquire), and
+//     Handler takes it from the request's X-Request-Class field when the
+//     context has none.
+//   - Transport.Throttle rejects a client's requests locally in the share its
+//     server has been rejecting them (overload.Throttle, the Google SRE
+//     rule), with ErrThrottled, and Transport.MaxRetryAfter makes it honour
+//     a 429's or 503's Retry-After, refusing requests until then with a
+//     *RetryAfterError: so a fleet of clients backs off before the server
+//     must shed. Both refuse before the Limiter and the network, and match
+//     ErrLimited.
+//   - Transport sends the class of a request's context in the X-Request-Class
+//     field (Transport.ClassHeader), so that a class set once at the edge
+//     travels with the calls made on the request's behalf.
+//
+// docs/overload.md describes the model and the experiments.
 package adaptive

@@ -81,6 +81,24 @@
 // permit Ignored before the panic goes on, so that a recovery interceptor
 // outside this one does not leak the slot.
 //
+// # Classes, throttling and pushback
+//
+// The class of a call's context (overload.ContextWithClass) travels as the
+// metadata x-request-class (ClassKey): the client interceptors send it,
+// unless the call's metadata names a class already, and the server
+// interceptors put the class an RPC carries into its handler's context,
+// and admit the RPC for it when the Limiter was made adaptive.WithGate.
+// Trust the metadata only from clients that cannot set it as they please.
+//
+// WithThrottle gives the client interceptors client-side adaptive
+// throttling (overload.Throttle, the Google SRE rule): a call is refused
+// locally, with ResourceExhausted and adaptive.ErrThrottled, in the share
+// of calls the server has been refusing (ResourceExhausted, Unavailable).
+// WithMaxRetryPushback makes them honour the grpc-retry-pushback-ms that a
+// server interceptor sends with a shed RPC: until it has passed, calls fail
+// at once with ResourceExhausted and an *adaptive.RetryAfterError. Both
+// refuse before the Limiter and the network, and match adaptive.ErrLimited.
+//
 // It is a run-time error to pass an interceptor a nil Limiter or Option,
 // or WithClassifier a nil Classifier; the panic message begins
 // "adaptivegrpc: ".

@@ -11,12 +11,20 @@
 //     maximum wait, an overload mode after CoDel that serves the newest
 //     first and drops the oldest, and refusal at once of a request whose
 //     deadline comes before its expected wait. Its limit may be fixed or
-//     moved at run time with SetLimit, as adaptive's Limiter moves one.
+//     moved at run time with SetLimit, as adaptive's Limiter moves one
+//     given to it with adaptive.WithGate.
 //   - Middleware admits HTTP requests through a Gate by a class carried in
 //     a header field or computed by a function.
 //   - Throttle is client-side adaptive throttling, the Google SRE rule: a
 //     client rejects locally the share of its requests that its backend
-//     would reject.
+//     would reject. adaptive.Transport (its Throttle field) and package
+//     adaptivegrpc's client interceptors (WithThrottle) use one.
+//
+// A class travels with a request in its context (ContextWithClass): from
+// there adaptive.Transport sends it in the X-Request-Class header field
+// and adaptivegrpc's client interceptors in the x-request-class metadata,
+// and Middleware, adaptive.Handler and adaptivegrpc's server interceptors
+// put the class they receive into the handler's context.
 //
 // See the Gate type for the exact semantics of shares, borrowing, the
 // service order, the starvation bound and the queue discipline, and
