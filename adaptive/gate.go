@@ -117,14 +117,6 @@ func (l *Limiter) acquireGate(ctx context.Context, p *Permit) error {
 	return nil
 }
 
-// held returns the permits held of the limit: the requests in flight.
-func (l *Limiter) held() int64 {
-	if l.gate != nil {
-		return l.gate.Held()
-	}
-	return l.sem.Held()
-}
-
 // setLimit moves the limit that admits the requests.
 func (l *Limiter) setLimit(n int64) error {
 	if l.gate != nil {

@@ -253,7 +253,11 @@ func (l *Limiter) mustExist() {
 // cache line.
 func (l *Limiter) admit(p *Permit) {
 	p.l = l
-	p.inFlight = l.held()
+	if l.gate == nil {
+		p.inFlight = l.sem.Held()
+	} else {
+		p.inFlight = l.gate.Held()
+	}
 	p.turnedAway = l.turnedAway.Load()
 	p.start = time.Since(l.epoch)
 }
