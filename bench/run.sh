@@ -44,7 +44,9 @@
 #             (BenchmarkGateAdmission), and the overload experiment through
 #             real HTTP (TestOverloadExperiment -overload.long in
 #             bench/overload: results/overload-experiment.txt, and the plot
-#             docs/overload.png; about two minutes of real time)
+#             docs/overload.png; about two minutes of real time), and the
+#             client throttle experiment (TestClientThrottleExperiment:
+#             results/overload-throttle.txt; about twenty seconds)
 #   rediscredit  the Redis credit backend against go-redis/redis_rate at 1,
 #             16 and 64 goroutines, on a redis-server the test binary
 #             starts (BenchmarkTrySpend in bench/rediscredit; skipped
@@ -364,7 +366,14 @@ for g in "${run[@]}"; do
 			-overload.experiment $long -overload.out /dev/stdout -overload.plot "$plots/overload.png" |
 			grep -v -e '^PASS$' -e '^ok ')
 	} >"$RESULTS/overload-experiment.txt"
-	echo "run.sh: wrote $RESULTS/overload-experiment.txt and $plots/overload.png" >&2
+	{
+		echo "# the client throttle experiment (TestClientThrottleExperiment -overload.experiment ${long:-(its short version)} in bench/overload), real time over loopback HTTP"
+		header "$g" | sed -n 2,3p
+		echo
+		(cd overload && "$OLDPWD/out/overloadexp.test" -test.run '^TestClientThrottleExperiment$' -test.timeout 5m \
+			-overload.experiment $long -overload.throttleout /dev/stdout | grep -v -e '^PASS$' -e '^ok ')
+	} >"$RESULTS/overload-throttle.txt"
+	echo "run.sh: wrote $RESULTS/overload-experiment.txt, $RESULTS/overload-throttle.txt and $plots/overload.png" >&2
 done
 
 # The lease group also runs, once, the rediscredit module's lease tests

@@ -10,5 +10,8 @@
 //	go test -run Experiment -overload.experiment -overload.long -overload.out ../results/overload.txt -overload.plot ../../docs/overload.png ./overload
 //
 // from the bench directory (bench/run.sh overload does); docs/overload.md
-// reports the figures.
+// reports the figures. TestClientThrottleExperiment offers the same backend,
+// behind adaptive.Handler, four times its capacity from eight clients with
+// and without adaptive.Transport's Throttle (-overload.throttleout names
+// its table's file).
 package overloadbench
