@@ -103,7 +103,9 @@ func newConfig(lim *adaptive.Limiter, opts []Option) *config {
 
 // admit makes p a live permit for an RPC under ctx, or returns the error
 // the RPC fails with: errLimited when it is shed, the context's status when
-// ctx is done while it waits, Unavailable once the Limiter is closed.
+// ctx is done while it waits, Unavailable once the Limiter is closed, and
+// ResourceExhausted for a shed of the gate of a Limiter made
+// adaptive.WithGate.
 func (c *config) admit(ctx context.Context, p *adaptive.Permit) error {
 	if !c.wait {
 		if c.lim.TryAcquireContext(ctx, p) {
@@ -117,6 +119,8 @@ func (c *config) admit(ctx context.Context, p *adaptive.Permit) error {
 		return nil
 	case errors.Is(err, atomicsem.ErrClosed):
 		return errClosed
+	case errors.Is(err, overload.ErrShed):
+		return shedError{err}
 	}
 	return status.FromContextError(err).Err()
 }

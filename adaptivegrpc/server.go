@@ -21,7 +21,7 @@ func UnaryServerInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.UnarySer
 		ctx = receiveClass(ctx)
 		var p adaptive.Permit
 		if err := c.admit(ctx, &p); err != nil {
-			if err == errLimited {
+			if shedByLimit(err) {
 				_ = grpc.SetTrailer(ctx, c.pushback) // fails only outside a gRPC server
 			}
 			return nil, err
@@ -53,7 +53,7 @@ func StreamServerInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.StreamS
 		}
 		var p adaptive.Permit
 		if err := c.admit(ctx, &p); err != nil {
-			if err == errLimited {
+			if shedByLimit(err) {
 				ss.SetTrailer(c.pushback)
 			}
 			return err

@@ -201,3 +201,22 @@ func (e pushbackError) GRPCStatus() *status.Status {
 	return status.New(codes.ResourceExhausted, e.Error())
 }
 func (e pushbackError) Unwrap() error { return e.ra }
+
+// shedError is the error of an RPC that a gated Limiter's queue discipline
+// shed while it waited (WithWait): codes.ResourceExhausted for gRPC, and
+// the gate's error (overload.ErrShed and its kind) for errors.Is.
+type shedError struct{ err error }
+
+func (e shedError) Error() string { return "adaptivegrpc: " + e.err.Error() }
+func (e shedError) GRPCStatus() *status.Status {
+	return status.New(codes.ResourceExhausted, e.Error())
+}
+func (e shedError) Unwrap() error { return e.err }
+
+// shedByLimit reports whether the server interceptors' admit refused an RPC
+// for the limit (at once, or by the gate's queue discipline), which the
+// retry pushback answers.
+func shedByLimit(err error) bool {
+	_, shed := err.(shedError)
+	return err == errLimited || shed
+}

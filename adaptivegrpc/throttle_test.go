@@ -317,3 +317,48 @@ func TestServerAdmitsByTheClassThroughAGate(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitingServerShedsByTheGate: a server interceptor WithWait on a
+// gated Limiter whose gate bounds the wait sheds an RPC that waited too
+// long with ResourceExhausted and the retry pushback, and the error
+// matches the gate's.
+func TestWaitingServerShedsByTheGate(t *testing.T) {
+	g, err := overload.New(1, 10, []overload.Class{{Name: "critical"}}, overload.WithMaxWait(20*time.Millisecond))
+	require.NoError(t, err)
+	server, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(1, 1, 1), adaptive.WithGate(g))
+	require.NoError(t, err)
+	t.Cleanup(server.Close)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	var first atomic.Bool
+	block := blocking(started, release)
+	svc := &service{unary: func(ctx context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+		if first.CompareAndSwap(false, true) {
+			return block(ctx, req)
+		}
+		return &testgrpc.SimpleResponse{}, nil
+	}}
+	shed := make(chan error, 1)
+	record := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if err != nil {
+			shed <- err
+		}
+		return resp, err
+	}
+	client := serve(t, svc, []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(record, adaptivegrpc.UnaryServerInterceptor(server, adaptivegrpc.WithWait())),
+	})
+	held := make(chan error, 1)
+	go func() {
+		_, err := client.UnaryCall(context.Background(), &testgrpc.SimpleRequest{})
+		held <- err
+	}()
+	<-started
+	var trailer metadata.MD
+	_, err = client.UnaryCall(context.Background(), &testgrpc.SimpleRequest{}, grpc.Trailer(&trailer))
+	require.Equal(t, codes.ResourceExhausted, status.Code(err))
+	require.Equal(t, []string{"1000"}, trailer.Get("grpc-retry-pushback-ms"))
+	require.ErrorIs(t, <-shed, overload.ErrMaxWait, "the server's error is the gate's")
+	close(release)
+	require.NoError(t, <-held)
+}
