@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,6 +151,9 @@ func TestHandlerAdmitsByTheClassHeader(t *testing.T) {
 	})))
 	defer srv.Close()
 	defer srv.Client().CloseIdleConnections()
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free() // before srv.Close, which waits for the handlers
 
 	send := func(class string) chan int {
 		done := make(chan int, 1)
@@ -176,9 +180,15 @@ func TestHandlerAdmitsByTheClassHeader(t *testing.T) {
 	}
 	require.Equal(t, http.StatusServiceUnavailable, <-send("sheddable"), "sheddable at its ceiling")
 	require.Equal(t, http.StatusServiceUnavailable, <-send(""), "no class is the lowest")
-	held = append(held, send("critical"))
-	require.Equal(t, "critical", <-entered)
-	close(release)
+	crit := send("critical")
+	select {
+	case class := <-entered:
+		require.Equal(t, "critical", class)
+	case status := <-crit:
+		t.Fatalf("the critical request was answered %d without entering", status)
+	}
+	held = append(held, crit)
+	free()
 	for _, h := range held {
 		require.Equal(t, http.StatusOK, <-h)
 	}
