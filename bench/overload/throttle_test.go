@@ -157,7 +157,7 @@ func doThrottled(client *http.Client, url string, a arrival) record {
 // It runs with -overload.experiment only; the short version (runs of 2 s)
 // checks, with margins for a loaded machine, that the throttled clients
 // send the server at most two thirds of what the others send and keep
-// three quarters of their goodput (0.93 in the full run; a short run on a loaded machine varies by a tenth). -overload.long runs six seconds a run.
+// three quarters of their goodput. -overload.long runs six seconds a run.
 func TestClientThrottleExperiment(t *testing.T) {
 	if !*experiment {
 		t.Skip("a real-time experiment: run it with -overload.experiment (bench/run.sh overload does)")
