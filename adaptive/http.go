@@ -184,9 +184,10 @@ func unavailable(w http.ResponseWriter, _ *http.Request) {
 // one, ends its permit at once.
 //
 // A Transport must have a Limiter; its other fields may be left zero. It
-// is a run-time error to call RoundTrip on a nil Transport or one without
-// a Limiter, or with a nil request; the panic message begins "adaptive: ",
-// and no permit is taken.
+// must not be copied after first use, as it keeps the Retry-After it
+// honours. It is a run-time error to call RoundTrip on a nil Transport or
+// one without a Limiter, or with a nil request; the panic message begins
+// "adaptive: ", and no permit is taken.
 type Transport struct {
 	Limiter *Limiter
 	// Base makes the requests; nil means http.DefaultTransport.
