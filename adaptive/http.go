@@ -242,19 +242,28 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req == nil {
 		panic("adaptive: Transport.RoundTrip: nil Request")
 	}
-	req, err := t.before(req)
+	sent, err := t.before(req)
 	if err != nil {
-		return nil, err
+		return nil, refused(req, err)
 	}
 	p := new(Permit)
 	if t.Wait {
 		if err := t.Limiter.Acquire(req.Context(), p); err != nil {
-			return nil, err
+			return nil, refused(req, err)
 		}
 	} else if !t.Limiter.TryAcquire(p) {
-		return nil, ErrLimited
+		return nil, refused(req, ErrLimited)
 	}
-	return t.roundTrip(req, p)
+	return t.roundTrip(sent, p)
+}
+
+// refused closes the body of a request that RoundTrip refuses before Base
+// sees it, as a RoundTripper must on every error, and returns err.
+func refused(req *http.Request, err error) error {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+	return err
 }
 
 // roundTrip makes the request through Base under the live permit p, and

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -284,4 +285,65 @@ func TestTransportThrottleSurvivesAPanickingBase(t *testing.T) {
 	var held adaptive.Permit
 	require.True(t, lim.TryAcquire(&held))
 	held.Ignored()
+}
+
+// closeRecorder is a request body that records whether it was closed.
+type closeRecorder struct {
+	io.Reader
+	closed atomic.Bool
+}
+
+func (c *closeRecorder) Close() error { c.closed.Store(true); return nil }
+
+// TestTransportClosesTheBodyOfARefusedRequest: a request that RoundTrip
+// refuses before Base (the limit, the throttle, a Retry-After) has its
+// body closed, as a RoundTripper must on every error.
+func TestTransportClosesTheBodyOfARefusedRequest(t *testing.T) {
+	always503 := roundTripper(func(r *http.Request) (*http.Response, error) {
+		resp, _ := respond(http.StatusServiceUnavailable)(r)
+		resp.Header = http.Header{"Retry-After": {"60"}}
+		return resp, nil
+	})
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, tr *adaptive.Transport)
+		want    error
+	}{
+		{"limit", func(t *testing.T, tr *adaptive.Transport) {
+			var p adaptive.Permit
+			require.True(t, tr.Limiter.TryAcquire(&p))
+			t.Cleanup(p.Ignored)
+		}, adaptive.ErrLimited},
+		{"retry after", func(t *testing.T, tr *adaptive.Transport) {
+			tr.MaxRetryAfter = time.Minute
+			_, err := tr.RoundTrip(httptest.NewRequest("GET", "/", nil))
+			require.NoError(t, err)
+		}, adaptive.ErrLimited},
+		{"throttle", func(t *testing.T, tr *adaptive.Transport) {
+			tr.Throttle = newThrottle(t)
+			for range 1000 { // the throttle refuses nearly every request after these
+				_, _ = tr.RoundTrip(httptest.NewRequest("GET", "/", nil))
+			}
+		}, adaptive.ErrThrottled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &adaptive.Transport{Limiter: newLimiter(t, &recorder{}, 1, 1, 1), Base: always503}
+			tt.prepare(t, tr)
+			var err error
+			for range 100 { // the throttle lets one through now and then
+				body := &closeRecorder{Reader: strings.NewReader("body")}
+				req := httptest.NewRequest("POST", "/", body)
+				req.Body = body
+				var resp *http.Response
+				resp, err = tr.RoundTrip(req)
+				if err != nil {
+					require.True(t, body.closed.Load(), "the refused request's body is closed")
+					break
+				}
+				_ = resp.Body.Close()
+			}
+			require.ErrorIs(t, err, tt.want)
+		})
+	}
 }
