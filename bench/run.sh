@@ -49,6 +49,22 @@
 #             16 and 64 goroutines, on a redis-server the test binary
 #             starts (BenchmarkTrySpend in bench/rediscredit; skipped
 #             without redis-server, or REDIS_SERVER naming one)
+#   lease     rediscredit's Lease against the Limiter (a call per spend) and
+#             an in-process credit.Bucket, at 1, 16 and 64 goroutines
+#             (BenchmarkLease in bench/rediscredit); the fleet's law, the
+#             idle credit's return and the round trips at steady demand
+#             against a real redis-server (the rediscredit module's
+#             TestLease* tests, 10 s runs: results/lease-fleet.txt), and the
+#             simulation of 1,000 processes on a fake clock
+#             (TestSimulation -leasesim.long in bench/leasesim:
+#             results/lease-sim.txt); a smoke run (BENCHTIME=1x) runs the
+#             short versions
+#   pool      etcdsem's Pool against the Semaphore (a key per acquire) and an
+#             in-process atomicsem semaphore, at 1, 16 and 64 goroutines
+#             (BenchmarkPool in the etcdsem module); the fleet's limit from
+#             etcd's history, the idle permits' return, the fair share, a
+#             lowered limit and the fail-closed bound (the etcdsem module's
+#             TestPool* tests, the fleet run 10 s long: results/pool-fleet.txt)
 #
 # Environment:
 #   COUNT      samples per benchmark (default 10)
@@ -83,7 +99,7 @@ CPU=${CPU:-}
 RESULTS=${RESULTS:-results}
 TABLES=${TABLES:-}
 BENCHSTAT=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20250813145418-2f7363a06fe1)
-ALL_GROUPS=(core credit group adaptive adaptivehttp etcdsem keyed keyedmem keyedhttp overload rediscredit manycore)
+ALL_GROUPS=(core credit group adaptive adaptivehttp etcdsem keyed keyedmem keyedhttp overload rediscredit manycore lease pool)
 
 # group_pkg and group_pattern say where a group's benchmarks are and which
 # they are, and tables how benchstat shows them. A new group is a line in
@@ -92,8 +108,8 @@ group_pkg() {
 	case $1 in
 	core | credit | group | keyed | keyedmem | keyedhttp | overload | manycore) echo . ;;
 	adaptive | adaptivehttp) echo ./adaptive ;;
-	etcdsem) echo ../etcdsem ;;
-	rediscredit) echo ./rediscredit ;;
+	etcdsem | pool) echo ../etcdsem ;;
+	rediscredit | lease) echo ./rediscredit ;;
 	*) echo "run.sh: unknown group $1 (groups: ${ALL_GROUPS[*]})" >&2 && exit 2 ;;
 	esac
 }
@@ -110,6 +126,8 @@ group_pattern() {
 	keyedhttp) echo '^BenchmarkKeyedHTTP$' ;;
 	overload) echo '^BenchmarkGateAdmission$' ;;
 	rediscredit) echo '^BenchmarkTrySpend$' ;;
+	lease) echo '^BenchmarkLease$' ;;
+	pool) echo '^BenchmarkPool$' ;;
 	manycore) echo '^Benchmark(Contended|ContendedYield|Gate|CreditTrySpendParallel)$' ;;
 	esac
 }
@@ -180,6 +198,8 @@ tables() {
 	keyedhttp) "${BENCHSTAT[@]}" -col '/impl@(httprate keyed)' "$raw" ;;
 	overload) "${BENCHSTAT[@]}" -col '/impl@(atomicsem gate-1 gate-2 gate-4)' "$raw" ;;
 	rediscredit) "${BENCHSTAT[@]}" -col '/impl@(redis_rate rediscredit ping)' "$raw" ;;
+	lease) "${BENCHSTAT[@]}" -col '/impl@(limiter lease bucket)' "$raw" ;;
+	pool) "${BENCHSTAT[@]}" -col '/impl@(etcdsem pool atomicsem)' "$raw" ;;
 	manycore)
 		local t='.unit:(sec/op OR cpu-ns/op OR switches/op)'
 		echo "### Contended hand-off: barging against FIFO and sync.Mutex; base atomicsem (FIFO)"
@@ -242,7 +262,7 @@ header() {
 	echo "# $(go version); load average at the start:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
 	local cpu=${CPU:-$(group_cpu "$1")}
 	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${cpu:-default} bench/run.sh $1, at $REV"
-	if [ "$1" = rediscredit ]; then
+	if [ "$1" = rediscredit ] || [ "$1" = lease ]; then
 		echo "# $("${REDIS_SERVER:-redis-server}" --version)"
 	fi
 }
@@ -262,7 +282,7 @@ for g in "${groups[@]}"; do
 		echo "run.sh: $g: no package $pkg in the tree, skipped" >&2
 		continue
 	fi
-	if [ "$g" = rediscredit ] && ! command -v "${REDIS_SERVER:-redis-server}" >/dev/null; then
+	if { [ "$g" = rediscredit ] || [ "$g" = lease ]; } && ! command -v "${REDIS_SERVER:-redis-server}" >/dev/null; then
 		echo "run.sh: $g: no redis-server (install it, or set REDIS_SERVER to its path), skipped" >&2
 		continue
 	fi
@@ -345,4 +365,46 @@ for g in "${run[@]}"; do
 			grep -v -e '^PASS$' -e '^ok ')
 	} >"$RESULTS/overload-experiment.txt"
 	echo "run.sh: wrote $RESULTS/overload-experiment.txt and $plots/overload.png" >&2
+done
+
+# The lease group also runs, once, the rediscredit module's lease tests
+# against a real redis-server (the fleet of eight with shifting demand,
+# its law checked on every spend and on Redis's own answers; the idle
+# credit's return; the round trips at steady demand), 10 s each, and the
+# simulation of 1,000 processes on a fake clock; the pool group, the
+# etcdsem module's pool tests, its fleet of eight run 10 s. A smoke run
+# (BENCHTIME=1x) runs their short versions, in a few seconds.
+for g in "${run[@]}"; do
+	case $g in
+	lease)
+		fleet=10s long=-leasesim.long
+		[ "$BENCHTIME" = 1x ] && fleet=1s long=
+		{
+			echo "# the rediscredit module's lease tests (REDISCREDIT_FLEET=$fleet go test -run 'TestLease(FleetKeepsTheLaw|IdleCredit|CallsAtSteady)' -v), against redis-server"
+			header "$g"
+			echo
+			(cd ../rediscredit && REDISCREDIT_FLEET=$fleet go test -count=1 -run '^TestLease(FleetKeepsTheLaw|IdleCreditGoesBackWithinTheBound|CallsAtSteadyDemand)$' -v . |
+				grep -E '^(=== RUN|--- |    lease_test)' | sed 's/^    lease_test.go:[0-9]*: /    /')
+		} >"$RESULTS/lease-fleet.txt"
+		{
+			echo "# the simulation (TestSimulation ${long:-(its short version)} in bench/leasesim), on a fake clock against a model of the script"
+			header "$g"
+			echo
+			(cd leasesim && go test -count=1 -run '^TestSimulation$' -v $long . | grep -E '^(=== RUN|--- |    sim_test)' | sed 's/^    sim_test.go:[0-9]*: /    /')
+		} >"$RESULTS/lease-sim.txt"
+		echo "run.sh: wrote $RESULTS/lease-fleet.txt and $RESULTS/lease-sim.txt" >&2
+		;;
+	pool)
+		fleet=10s
+		[ "$BENCHTIME" = 1x ] && fleet=1s
+		{
+			echo "# the etcdsem module's pool tests (ETCDSEM_POOL=$fleet go test -run TestPool -v), on an in-process etcd server"
+			header "$g"
+			echo
+			(cd ../etcdsem && ETCDSEM_POOL=$fleet go test -count=1 -run '^TestPool' -v . |
+				grep -E '^(=== RUN|--- |    pool_test)' | sed 's/^    pool_test.go:[0-9]*: /    /')
+		} >"$RESULTS/pool-fleet.txt"
+		echo "run.sh: wrote $RESULTS/pool-fleet.txt" >&2
+		;;
+	esac
 done

@@ -72,6 +72,15 @@
 // write) makes the Semaphore give up its session; Done is then closed and
 // Err says why.
 //
+// A process that acquires and releases many times a second leases
+// permits instead (NewPool): its Pool holds blocks of the semaphore's
+// permits, each taken by one Acquire, and serves the process's acquires
+// from them in-process, at atomicsem's cost. Every permit a pool hands out
+// is held in etcd, so the limit holds across the fleet exactly; a pool
+// gives back permits it has not used for an interval, shrinks to its fair
+// share while another process waits or the limit was lowered, and stops
+// serving before its session's lease could run out (see Pool).
+//
 // It is a run-time error to pass New a nil context, session or Option, or
 // to call a method on a nil *Semaphore, on the zero Semaphore or with a
 // nil context; the panic's message begins "etcdsem: " and names the

@@ -23,6 +23,20 @@
 // any of them waits. TryReserve holds credit until the Reservation is settled, for
 // work whose cost is known only afterwards.
 //
+// # Leases
+//
+// A call per spend costs a round trip, and a fleet that spends hundreds of
+// thousands of credits a second would need as many script calls. A
+// process that spends a key's credit often leases it instead
+// (Limiter.Lease): its Lease takes blocks of the key's credit, one round
+// trip each, sized to about what the process spends in an interval, and
+// spends from them in-process at the cost of an atomic operation. What a
+// lease holds is reserved in Redis, where it counts against the burst, so
+// the laws above hold for the whole fleet exactly, whatever the blocks;
+// what changes is the order in which processes are served. Credit a
+// lease does not spend goes back within about an interval, and the credit
+// of a process that dies comes back within two holds (see Lease).
+//
 // # Faults
 //
 // A call is one round trip, and the network or the server may fail it in
