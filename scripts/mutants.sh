@@ -8,9 +8,10 @@
 #   Packages: <go test packages>   the tier for this fault (the default
 #                                  tier otherwise)
 #   Killed-by: <test> ...          the tests that kill it (top-level test
-#                                  or fuzz target names, or TestX/Sub for a
-#                                  subtest), with "(hook build)" at the end
-#                                  where only -tags atomicsem_hooks does
+#                                  or fuzz target names, or one TestX/Sub
+#                                  alone for a subtest), with "(hook
+#                                  build)" at the end where only -tags
+#                                  atomicsem_hooks does
 #
 # The script copies the tree (tracked and untracked files that git does not
 # ignore) to a temporary directory, checks that every tier passes there,
@@ -278,6 +279,12 @@ mutant() {
 		if [[ -n $missing ]]; then
 			bad=1
 			note="Killed-by names $missing, which no test file of its tier (${own:-$pkgs}) declares"
+		fi
+		# go test splits -run at each slash before it reads the
+		# alternatives, so a subtest's name can only stand alone.
+		if ((${#knames[@]} > 1)) && [[ " ${knames[*]}" == *" "*/* ]]; then
+			bad=1 kpkgs=""
+			note="Killed-by names a subtest beside other tests: go test -run cannot take both at once"
 		fi
 		if [[ -n $kpkgs ]]; then
 			log=$work/$name.named.log
