@@ -14,7 +14,8 @@ import (
 
 var (
 	// ErrInvalidLimits is returned (wrapped, with the numbers) by New when
-	// the bounds are not 1 ≤ min ≤ initial ≤ max ≤ atomicsem.MaxPermits.
+	// the bounds are not 1 ≤ min ≤ initial ≤ max ≤ atomicsem.MaxPermits,
+	// or the latency bound of WithLatencyBound is negative.
 	ErrInvalidLimits = errors.New("adaptive: invalid limits")
 	// ErrInvalidController is returned (wrapped, with the reason) by New
 	// and by the controllers' Validate methods when a controller has a
@@ -34,7 +35,8 @@ const (
 // enforced by an atomicsem.Semaphore.
 //
 // Each request takes a Permit (Acquire waits for one, TryAcquire sheds the
-// request when none is free) and ends it with Succeeded, Dropped or Ignored.
+// request when none is free) and ends it with Succeeded, Dropped, Ignored or
+// Inconclusive.
 // Succeeded and Dropped feed the round-trip time, the number of requests in
 // flight and the outcome to the controller, whose answer becomes the
 // semaphore's limit through SetLimit: lowering it never revokes a permit
@@ -63,6 +65,7 @@ type Limiter struct {
 	// whether the limit bounded the requests in flight meanwhile.
 	turnedAway atomic.Uint64
 	min, max   float64
+	bound      time.Duration // WithLatencyBound's; 0 for the controller's
 	// epoch is when the limiter was made. Permits keep their start as the
 	// time since epoch, which time.Since reads from the monotonic clock
 	// alone: time.Now would read the wall clock too, and on a request's
@@ -84,6 +87,7 @@ type Option func(*config)
 
 type config struct {
 	min, initial, max int64
+	bound             time.Duration
 	semOpts           []atomicsem.Option
 }
 
@@ -92,6 +96,19 @@ type config struct {
 // atomicsem.MaxPermits.
 func WithLimits(min, max, initial int64) Option {
 	return func(c *config) { c.min, c.max, c.initial = min, max, initial }
+}
+
+// WithLatencyBound sets the latency bound past which a request that ends
+// Inconclusive (its client went away, its deadline passed, the server
+// failed) counts as Dropped rather than Ignored: a request that lasted that
+// long waited where the service keeps none that long. By default, or with
+// a d of 0, the controller sets it from its measure of the service's
+// latency, through a method LatencyBound() time.Duration if it has one, as
+// the controllers of this package do (about four times the latency of a
+// request that does not queue); without a bound, an Inconclusive request
+// counts as Ignored. A negative d is an error, ErrInvalidLimits.
+func WithLatencyBound(d time.Duration) Option {
+	return func(c *config) { c.bound = d }
 }
 
 // WithSemaphoreOptions passes options to the semaphore the Limiter builds,
@@ -107,7 +124,8 @@ func WithSemaphoreOptions(opts ...atomicsem.Option) Option {
 // New returns ErrInvalidLimits for bounds out of order and
 // ErrInvalidController for a controller with a setting out of its range:
 // New calls the controller's Validate method if it has one, as the
-// controllers of this package do. It is a run-time error to pass a nil
+// controllers of this package do, and checks Vegas's Alpha and Beta
+// against the bounds. It is a run-time error to pass a nil
 // pointer as ctrl (a typed nil, such as (*AIMD)(nil)); the panic message
 // begins "adaptive: ".
 func New(ctrl Controller, opts ...Option) (*Limiter, error) {
@@ -118,6 +136,9 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 	if cfg.min < 1 || cfg.min > cfg.initial || cfg.initial > cfg.max || cfg.max > atomicsem.MaxPermits {
 		return nil, fmt.Errorf("%w: min %d, initial %d, max %d needs 1 ≤ min ≤ initial ≤ max ≤ %d",
 			ErrInvalidLimits, cfg.min, cfg.initial, cfg.max, atomicsem.MaxPermits)
+	}
+	if cfg.bound < 0 {
+		return nil, fmt.Errorf("%w: latency bound %v is negative", ErrInvalidLimits, cfg.bound)
 	}
 	if ctrl == nil {
 		ctrl = &Gradient2{}
@@ -133,6 +154,11 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
+	if c, ok := ctrl.(boundsValidator); ok {
+		if err := c.validateWithin(float64(cfg.min), float64(cfg.max)); err != nil {
+			return nil, err
+		}
+	}
 	sem, err := atomicsem.New(cfg.initial, cfg.max, cfg.semOpts...)
 	if err != nil {
 		return nil, err // unreachable: the bounds were checked above
@@ -145,6 +171,7 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 		ctrl:  ctrl,
 		limit: float64(cfg.initial),
 		set:   cfg.initial,
+		bound: cfg.bound,
 	}, nil
 }
 
@@ -253,6 +280,25 @@ func (l *Limiter) record(s Sample) {
 		}
 	}
 	l.mu.Unlock()
+}
+
+// inconclusive records a request that ended Inconclusive: as a drop if it
+// lasted longer than the latency bound, else as ignored.
+func (l *Limiter) inconclusive(s Sample) {
+	l.mu.Lock()
+	bound := l.bound
+	if bound == 0 {
+		if b, ok := l.ctrl.(bounder); ok {
+			bound = b.LatencyBound() // under mu, as the controller's state is
+		}
+	}
+	l.mu.Unlock()
+	if bound <= 0 || s.RTT <= bound {
+		l.ignore()
+		return
+	}
+	s.Dropped = true
+	l.record(s)
 }
 
 // ignore counts a request that ended in Ignored.

@@ -18,6 +18,11 @@ import (
 //     status); the controller backs off.
 //   - Ignored: the outcome says nothing about load (a client error, a
 //     cancelled request); the controller does not see it.
+//   - Inconclusive: the request ended without a verdict of its own on load
+//     (its client went away, its deadline passed, the server failed): it
+//     counts as Dropped if it lasted longer than the limiter's latency
+//     bound, having waited where the service keeps no request that long,
+//     and as Ignored otherwise (see WithLatencyBound).
 //
 // A Permit is filled in by Limiter.Acquire or Limiter.TryAcquire, into a
 // variable the caller declares; once ended it may be filled in again. It
@@ -56,6 +61,17 @@ func (p *Permit) Ignored() {
 	l.ignore()
 }
 
+// Inconclusive ends the permit as a request that ended without a verdict
+// of its own on load, and frees its slot: the limiter counts it as Dropped
+// if it lasted longer than the latency bound (see WithLatencyBound), and
+// as Ignored otherwise.
+func (p *Permit) Inconclusive() {
+	l := p.take()
+	s := p.sample(l, false)
+	p.tok.Release()
+	l.inconclusive(s)
+}
+
 // Ignore is the former name of Ignored.
 //
 // Deprecated: use Ignored, whose form matches Succeeded and Dropped.
@@ -75,10 +91,15 @@ func (p *Permit) Start() time.Time {
 // does not wait for the controller too.
 func (p *Permit) end(dropped bool) {
 	l := p.take()
-	s := Sample{Start: l.epoch.Add(p.start), RTT: time.Since(l.epoch) - p.start, InFlight: p.inFlight,
-		Limited: l.turnedAway.Load() != p.turnedAway, Dropped: dropped}
+	s := p.sample(l, dropped)
 	p.tok.Release()
 	l.record(s)
+}
+
+// sample returns the sample of the permit, ending now, of limiter l.
+func (p *Permit) sample(l *Limiter, dropped bool) Sample {
+	return Sample{Start: l.epoch.Add(p.start), RTT: time.Since(l.epoch) - p.start, InFlight: p.inFlight,
+		Limited: l.turnedAway.Load() != p.turnedAway, Dropped: dropped}
 }
 
 // take marks the permit ended and returns its limiter, or panics if the
@@ -126,6 +147,10 @@ const (
 	Dropped
 	// Ignored is a request whose outcome says nothing about load.
 	Ignored
+	// Inconclusive is a request that ended without a verdict of its own
+	// on load: Dropped if it lasted longer than the limiter's latency
+	// bound, Ignored otherwise.
+	Inconclusive
 )
 
 // Success is the former name of Succeeded.
@@ -133,7 +158,8 @@ const (
 // Deprecated: use Succeeded, whose form matches Dropped and Ignored.
 const Success = Succeeded
 
-// String returns the outcome's name: "Succeeded", "Dropped" or "Ignored".
+// String returns the outcome's name: "Succeeded", "Dropped", "Ignored" or
+// "Inconclusive".
 func (o Outcome) String() string {
 	switch o {
 	case Succeeded:
@@ -142,18 +168,23 @@ func (o Outcome) String() string {
 		return "Dropped"
 	case Ignored:
 		return "Ignored"
+	case Inconclusive:
+		return "Inconclusive"
 	}
 	return "Outcome(" + strconv.Itoa(int(o)) + ")"
 }
 
-// End ends the permit with outcome o: Succeeded, Dropped or Ignored, as
-// the methods of those names do. Any other value counts as Ignored.
+// End ends the permit with outcome o: Succeeded, Dropped, Ignored or
+// Inconclusive, as the methods of those names do. Any other value counts
+// as Ignored.
 func (p *Permit) End(o Outcome) {
 	switch o {
 	case Succeeded:
 		p.Succeeded()
 	case Dropped:
 		p.Dropped()
+	case Inconclusive:
+		p.Inconclusive()
 	default:
 		p.Ignored()
 	}

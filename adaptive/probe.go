@@ -22,7 +22,9 @@ import (
 // which no request completed ends the probe without a measurement, as the
 // sign of a service that fails at any limit. The probe keeps the mean
 // RTT of every step, so that its controller can choose the limit to go
-// back to (see exit).
+// back to (see exit), and whether any step's limit bound the requests in
+// flight: a probe whose steps bound nothing measured what the load shows
+// at any limit, and its controller goes back to the limit it left.
 //
 // A queue that the limit builds therefore never enters the measurement,
 // however long it has stood: a service queued from its first request, or
@@ -40,6 +42,8 @@ type probe struct {
 	best      time.Duration // the mean RTT of the previous step, or the baseline
 	hasBest   bool          // whether best is known
 	steps     []probeStep   // the finished steps that saw no drop
+	bound     bool          // whether a step's limit bound the requests in flight
+	run       int           // drops in a row, whenever the requests were admitted
 }
 
 // probeStep is a finished step of a probe: its limit and mean RTT.
@@ -84,8 +88,19 @@ func (p *probe) step(limit float64, since time.Time) float64 {
 // requires p.active.
 //
 // A step counts its drops with its other samples, so that a service that
-// drops every request still ends each step.
+// drops every request still ends each step; and as many drops in a row as
+// the step admits end the probe at once.
 func (p *probe) add(s Sample) (limit float64, rtt time.Duration, done, measured bool) {
+	p.run++
+	if !s.Dropped {
+		p.run = 0
+	}
+	if float64(p.run) >= math.Ceil(p.limit) {
+		// As many drops in a row as the step admits: the service answers
+		// nothing (see summary.failed).
+		p.active = false
+		return p.limit, 0, true, false
+	}
 	if s.Start.Before(p.since) {
 		return p.limit, 0, false, false // admitted before this step
 	}
@@ -94,6 +109,7 @@ func (p *probe) add(s Sample) (limit float64, rtt time.Duration, done, measured 
 		p.ok++
 		p.sum += s.RTT
 	}
+	p.bound = p.bound || s.Limited || float64(s.InFlight) >= math.Floor(p.limit)
 	if float64(p.n) < math.Max(p.limit, 10) {
 		return p.limit, 0, false, false
 	}
@@ -141,4 +157,43 @@ func (p *probe) exit(fits func(limit float64, rtt time.Duration) bool) float64 {
 // near reports whether a and b are within 10 % of each other.
 func near(a, b time.Duration) bool {
 	return float64(a) <= 1.1*float64(b) && float64(b) <= 1.1*float64(a)
+}
+
+// slower tells a service that got slower from a queue without a probe.
+// The RTT of a service that queues the requests a limit admits falls with
+// the requests in flight; that of a service that got slower does not. So
+// a stretch of windows that filled their limits and completed every
+// request, whose mean RTTs stay within 10 % of the first's while the
+// requests in flight fall to slowerStep of the first's or fewer, shows an
+// RTT that no queue of the limit's makes: the service's own, which observe
+// returns. A delay-based controller whose limit a slower service cuts
+// finds it so once its cuts add up to a probe's step, where a probe would
+// wait for the next due one.
+type slower struct {
+	inFlight int64         // of the first window of the stretch
+	rtt      time.Duration // its mean RTT
+	ok       bool          // whether a stretch has begun
+}
+
+// slowerStep is how far the requests in flight must fall within a stretch
+// for slower to take its RTT for the service's own: as far as a probe's
+// step.
+const slowerStep = probeFactor
+
+// observe takes the summary of a window that completed every request, at
+// limit, and returns the service's RTT if the stretch it ends shows one
+// (see slower).
+func (f *slower) observe(w summary, limit float64) (time.Duration, bool) {
+	switch {
+	case !w.filled(limit):
+		return 0, false
+	case !f.ok || !near(w.rtt, f.rtt):
+		*f = slower{inFlight: w.inFlight, rtt: w.rtt, ok: true} // a stretch begins
+		return 0, false
+	case float64(w.inFlight) > slowerStep*float64(f.inFlight):
+		return 0, false
+	}
+	rtt := min(w.rtt, f.rtt)
+	*f = slower{inFlight: w.inFlight, rtt: w.rtt, ok: true}
+	return rtt, true
 }
