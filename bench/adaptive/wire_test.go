@@ -87,9 +87,12 @@ func find(records []wire.Record, scenario, stack, ctrl, network string) (wire.Re
 func wireTables(records []wire.Record) string {
 	var b strings.Builder
 	var scenarios []string
+	fmt.Fprint(&b, "## the scenarios and their criteria (full length)\n\n| scenario | criterion |\n| --- | --- |\n")
 	for _, sc := range wire.Scenarios(wire.Full) {
 		scenarios = append(scenarios, sc.Name)
+		fmt.Fprintf(&b, "| %s | %s |\n", sc.Name, sc.Criterion)
 	}
+	fmt.Fprintln(&b)
 	for _, network := range []string{"loopback", "fake time"} {
 		fmt.Fprintf(&b, "## %s: pass or miss, through Handler / Transport / gRPC server / gRPC client\n\n", network)
 		fmt.Fprintf(&b, "| scenario | %s |\n| --- |%s\n", strings.Join(wireControllers, " | "), strings.Repeat(" :---: |", len(wireControllers)))
