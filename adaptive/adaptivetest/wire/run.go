@@ -301,6 +301,24 @@ func (l *lane) limits(from, to time.Duration) (low, high int64, mean float64, la
 	return low, high, sum / float64(n), last
 }
 
+// variation returns the standard deviation of the limits traced in
+// [from, to) over their mean: 0 for a limit that holds, more the more it
+// swings.
+func (l *lane) variation(from, to time.Duration) float64 {
+	var n, sum, sq float64
+	for _, p := range l.trace {
+		if p.At >= from && p.At < to {
+			v := float64(p.Limit)
+			n, sum, sq = n+1, sum+v, sq+v*v
+		}
+	}
+	if n == 0 || sum == 0 {
+		return 0
+	}
+	mean := sum / n
+	return math.Sqrt(max(0, sq/n-mean*mean)) / mean
+}
+
 // reach returns the time from from at which the limit first satisfied ok
 // within [from, to), or -1 if it did not.
 func (l *lane) reach(from, to time.Duration, ok func(int64) bool) time.Duration {
