@@ -190,7 +190,7 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 		if float64(w.inFlight)*2 < limit {
 			return limit // application-limited: the RTT says nothing about the limit
 		}
-		if rtt, ok := g.slower.observe(w, limit); ok && rtt > g.baseline {
+		if rtt, ok := g.slower.observe(w, limit, g.baseline); ok && rtt > g.baseline {
 			g.baseline = rtt
 		}
 		g.last, g.hasLast = w.rtt, true

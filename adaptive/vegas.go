@@ -206,7 +206,7 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 		if float64(w.inFlight)*2 < limit {
 			return limit // application-limited: the RTT says nothing about the limit
 		}
-		if rtt, ok := v.slower.observe(w, limit); ok && rtt > v.rttNoLoad {
+		if rtt, ok := v.slower.observe(w, limit, v.rttNoLoad); ok && rtt > v.rttNoLoad {
 			v.rttNoLoad = rtt
 		}
 		v.last, v.hasLast = w.rtt, true

@@ -258,7 +258,7 @@ func Scenarios(l Lengths) []Scenario {
 			judge(fewer(Overloaded, "held", 0.5, func(s Scenario) time.Duration { return s.QueueTimeout }), recovered(0.9)),
 			around(Phase{Fault: HangDeadline})...),
 		std("fast errors",
-			"half the requests are answered 500 at once: goodput ≥ 0.9 × and p99 ≤ 2 × the reference's through the failure",
+			"half the requests are answered 500 at once: goodput ≥ 0.9 × and p99 ≤ 2 × the reference's through the failure; goodput in the recovery's first second ≥ 0.9 × the reference's",
 			judge(holds(1, 0.9, 2), recovered(0.9)),
 			around(Phase{Errors: 0.5})...),
 		std("latency step",
@@ -266,19 +266,19 @@ func Scenarios(l Lengths) []Scenario {
 			judge(settledSlow, recovered(0.9)),
 			healthy("healthy", l.Healthy), Phase{Name: "failure", Duration: l.Slow, Rate: Rate, Latency: 40}, healthy("recovery", l.Recovery)),
 		std("quiet hours, 1 in flight",
-			"200 requests a second (1 in flight) from the start, then 2000: the limit ends the quiet stretch within [0.75, 1.25] × where it was half a second into it; goodput in the burst's first second ≥ 0.9 × the reference's",
-			judge(keptQuiet, recovered(0.9)),
+			"200 requests a second (1 in flight) from the start, then 2000: the limit ends the quiet stretch within [0.75, 1.25] × where it was half a second into it; goodput in the burst's first second ≥ 0.85 × the reference's",
+			judge(keptQuiet, recovered(0.85)),
 			Phase{Name: "quiet", Duration: l.Quiet, Rate: 200}, healthy("burst", l.Recovery)),
 		std("quiet hours, 3 in flight",
-			"600 requests a second (3 in flight) after a busy stretch, then 2000: the limit ends the quiet stretch within [0.75, 1.25] × where it was half a second into it; goodput in the burst's first second ≥ 0.9 × the reference's",
-			judge(keptQuiet, recovered(0.9)),
+			"600 requests a second (3 in flight) after a busy stretch, then 2000: the limit ends the quiet stretch within [0.75, 1.25] × where it was half a second into it; goodput in the burst's first second ≥ 0.85 × the reference's",
+			judge(keptQuiet, recovered(0.85)),
 			healthy("healthy", l.Healthy), Phase{Name: "quiet", Duration: l.Quiet, Rate: 600}, healthy("burst", l.Recovery)),
 		std("short deadlines",
-			"half the clients set a deadline of 2 ms, shorter than the service time: goodput ≥ 0.9 × the reference's through the failure",
+			"half the clients set a deadline of 2 ms, shorter than the service time: goodput ≥ 0.9 × the reference's through the failure, and in the recovery's first second",
 			judge(holds(1, 0.9, 0), recovered(0.9)),
 			around(Phase{Deadline: 0.5, DeadlineAfter: 2 * time.Millisecond})...),
 		std("client-cancel storm",
-			"half the clients cancel after 2 ms: goodput ≥ 0.9 × the reference's through the failure",
+			"half the clients cancel after 2 ms: goodput ≥ 0.9 × the reference's through the failure, and in the recovery's first second",
 			judge(holds(1, 0.9, 0), recovered(0.9)),
 			around(Phase{Cancel: 0.5, CancelAfter: 2 * time.Millisecond})...),
 		std("latency spike",
@@ -295,11 +295,11 @@ func Scenarios(l Lengths) []Scenario {
 		},
 		{
 			Name:      "instant service",
-			Criterion: "the backend answers at once: the limit never falls below where it started; goodput ≥ 0.95 × the reference's",
+			Criterion: "the backend answers at once: the mean limit at least half where it started (an RTT the noise of the machine's timing makes most of is no queue); goodput ≥ 0.95 × the reference's",
 			Workers:   Workers, ServiceTime: ServiceTime, QueueTimeout: QueueTimeout, Timeout: Timeout,
 			Min: 1, Max: 1000, Initial: 20, Reference: Reference,
 			Phases: []Phase{{Name: "instant", Duration: l.Healthy + l.Failure, Rate: Rate, Fault: Instant}},
-			judge:  judge(neverBelowInitial, holds(0, 0.95, 0)),
+			judge:  judge(heldUp, holds(0, 0.95, 0)),
 		},
 		{
 			Name:      "slow start",
@@ -444,10 +444,11 @@ func keptQuiet(s Scenario, sub, _ *lane) []Check {
 	}
 }
 
-// neverBelowInitial checks that the limit never falls below its start.
-func neverBelowInitial(s Scenario, sub, _ *lane) []Check {
-	low, _, _, _ := sub.limits(0, time.Duration(math.MaxInt64))
-	return []Check{{What: "lowest limit, to the initial", Got: ratio(float64(low), float64(s.Initial)), Bound: 1, AtLeast: true}}
+// heldUp checks that the mean limit through the run is at least half the
+// initial.
+func heldUp(s Scenario, sub, _ *lane) []Check {
+	_, _, mean, _ := sub.limits(0, time.Duration(math.MaxInt64))
+	return []Check{{What: "mean limit, to the initial", Got: mean / float64(s.Initial), Bound: 0.5, AtLeast: true}}
 }
 
 // startedBy checks the goodput from at to the end against the reference's.
