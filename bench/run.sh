@@ -321,7 +321,7 @@ for g in "${run[@]}" ${sim:+adaptive}; do
 	[ -x out/adaptive.test ] && [ "${built[./adaptive]:-}" ] || (cd adaptive && go test -c -o "$OLDPWD/out/adaptive.test" .)
 	{
 		echo "# adaptivetest.Evaluate and adaptivetest.Scenarios, side by side, and AIMD's Timeout (TestSimulationSideBySide -adaptive.long, TestFailureScenariosSideBySide and TestAIMDTimeout in bench/adaptive)"
-		header "${sim:+adaptivesim}${sim:-adaptive}" | sed -n 2,3p
+		header "$([ -n "$sim" ] && echo adaptivesim || echo adaptive)" | sed -n 2,3p
 		echo
 		(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^(TestSimulationSideBySide|TestFailureScenariosSideBySide|TestAIMDTimeout)$' -test.v -adaptive.long) |
 			sed -n 's/^        //p'
