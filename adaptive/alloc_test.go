@@ -2,9 +2,11 @@ package adaptive_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -12,8 +14,9 @@ import (
 )
 
 // TestFastPathDoesNotAllocate checks that admitting a request and recording
-// its outcome touch no heap, with each controller: a Permit lives in the
-// caller's variable, and the controllers keep their state in place.
+// its outcome touch no heap, with each controller, with and without an
+// observer: a Permit lives in the caller's variable, and the controllers
+// keep their state in place.
 func TestFastPathDoesNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race build gives every token a cell of its own to catch copies, an allocation")
@@ -61,17 +64,24 @@ func TestFastPathDoesNotAllocate(t *testing.T) {
 	}
 	for _, c := range ctrls {
 		for _, o := range ops {
-			t.Run(c.name+"/"+o.name, func(t *testing.T) {
-				// Limit 1, so that every window is one sample: the
-				// controllers decide, and probe, as often as they can.
-				lim := newLimiter(t, c.ctrl(), 1, 1, 1)
-				var p adaptive.Permit
-				for range 1000 { // past the first probes
-					o.op(t, lim, &p)
-				}
-				allocs := testing.AllocsPerRun(1000, func() { o.op(t, lim, &p) })
-				require.Zero(t, allocs)
-			})
+			for _, observed := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/observed=%t", c.name, o.name, observed), func(t *testing.T) {
+					// Limit 1, so that every window is one sample: the
+					// controllers decide, and probe, as often as they can.
+					lim := newLimiter(t, c.ctrl(), 1, 1, 1)
+					if observed {
+						var n int
+						_, err := lim.Observe(func(adaptive.Outcome, time.Duration) { n++ })
+						require.NoError(t, err)
+					}
+					var p adaptive.Permit
+					for range 1000 { // past the first probes
+						o.op(t, lim, &p)
+					}
+					allocs := testing.AllocsPerRun(1000, func() { o.op(t, lim, &p) })
+					require.Zero(t, allocs)
+				})
+			}
 		}
 	}
 }

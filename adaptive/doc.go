@@ -73,7 +73,11 @@
 //
 // Handler sheds the requests a server cannot take with 503 Service
 // Unavailable, and Transport limits a client's requests to a server,
-// backing off when the server answers 429 or 503 or times out.
+// backing off when the server answers 429 or 503 or times out. The writer
+// Handler hands on has exactly the optional interfaces of the one it got,
+// and http.ResponseController answers through it as it would without it.
+// Put Handler inside http.TimeoutHandler, whose own goroutine would
+// otherwise outlive the permit: http.TimeoutHandler(Handler(lim, next), d).
 //
 // # Outcomes
 //
@@ -115,9 +119,21 @@
 // upgrade's round trip. The gRPC interceptors, in a module of their own,
 // shed with ResourceExhausted.
 //
+// # Code of the caller's
+//
+// A Controller's Next, Handler's classifier and the rejection handler,
+// Transport's Base, its Classify and its response bodies, and an observer
+// run as the caller's code inside the package's, and may panic. None of
+// them leaves a permit taken or the limiter's lock held: a permit ends in
+// a defer, Ignored unless a verdict came first, and the lock is released
+// in one. The panic goes on to the caller, as net/http's server and the
+// sync package's users expect.
+//
 // # Observability
 //
 // Limiter.Stats returns the limit, the requests in flight and waiting, the
 // last RTT and counts of the outcomes, for metrics; the Limiter example
-// publishes them with expvar.
+// publishes them with expvar. Limiter.Observe tells a function of each
+// permit's end, with its outcome and RTT, for a latency histogram (package
+// adaptiveotel's).
 package adaptive

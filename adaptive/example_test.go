@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"time"
 
 	"github.com/atomicsem/atomicsem/adaptive"
@@ -16,7 +17,7 @@ import (
 // while the limit allows, and the outcome recorded at the end teaches the
 // controller where the limit should be.
 func ExampleLimiter_TryAcquire() {
-	lim, err := adaptive.New(&adaptive.Gradient2{}, adaptive.WithLimits(1, 100, 2))
+	lim, err := adaptive.New(&adaptive.Gradient2{}, adaptive.WithLimits(2, 1, 100))
 	if err != nil {
 		panic(err)
 	}
@@ -36,7 +37,7 @@ func ExampleLimiter_TryAcquire() {
 // Wait for a slot instead of shedding: Acquire returns when a request
 // ends, or with the context's error.
 func ExampleLimiter_Acquire() {
-	lim, _ := adaptive.New(nil, adaptive.WithLimits(1, 10, 1))
+	lim, _ := adaptive.New(nil, adaptive.WithLimits(1, 1, 10))
 	defer lim.Close()
 
 	var first adaptive.Permit
@@ -63,7 +64,7 @@ func ExampleLimiter_Acquire() {
 // Publish a limiter's state for metrics: expvar serves it as JSON at
 // /debug/vars, next to the process's other variables.
 func ExampleLimiter_Stats() {
-	lim, _ := adaptive.New(&adaptive.AIMD{Timeout: 100 * time.Millisecond}, adaptive.WithLimits(1, 200, 20))
+	lim, _ := adaptive.New(&adaptive.AIMD{Timeout: 100 * time.Millisecond}, adaptive.WithLimits(20, 1, 200))
 	defer lim.Close()
 	expvar.Publish("api_limiter", expvar.Func(func() any { return lim.Stats() }))
 
@@ -72,13 +73,49 @@ func ExampleLimiter_Stats() {
 	p.Ignored()
 	fmt.Println(expvar.Get("api_limiter").String())
 	// Output:
-	// {"Limit":20,"InFlight":0,"Waiters":0,"LastRTT":0,"Succeeded":0,"Success":0,"Dropped":0,"Ignored":1,"Rejected":0,"Closed":false}
+	// {"Limit":20,"InFlight":0,"Waiters":0,"LastRTT":0,"Succeeded":0,"Dropped":0,"Ignored":1,"Rejected":0,"Closed":false}
+}
+
+// Keep a latency histogram of the requests a limiter admits, by how they
+// ended: the observer is told of each permit as it ends. (Package
+// adaptiveotel records an OpenTelemetry histogram this way.)
+func ExampleLimiter_Observe() {
+	lim, _ := adaptive.New(nil)
+	defer lim.Close()
+	var mu sync.Mutex
+	underASecond := map[adaptive.Outcome]int{}
+	stop, err := lim.Observe(func(o adaptive.Outcome, rtt time.Duration) {
+		if rtt < time.Second {
+			mu.Lock()
+			underASecond[o]++
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer stop()
+
+	for _, o := range []adaptive.Outcome{adaptive.Succeeded, adaptive.Succeeded, adaptive.Dropped} {
+		var p adaptive.Permit
+		lim.TryAcquire(&p)
+		p.End(o)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Println("under a second: succeeded", underASecond[adaptive.Succeeded], "dropped", underASecond[adaptive.Dropped])
+
+	_, err = lim.Observe(func(adaptive.Outcome, time.Duration) {})
+	fmt.Println(err)
+	// Output:
+	// under a second: succeeded 2 dropped 1
+	// adaptive: the limiter has an observer already
 }
 
 // An adaptive limit for an HTTP server: requests past the limit get 503
 // Service Unavailable at once, instead of queueing until they time out.
 func ExampleHandler() {
-	lim, _ := adaptive.New(&adaptive.Gradient2{}, adaptive.WithLimits(1, 500, 20))
+	lim, _ := adaptive.New(&adaptive.Gradient2{}, adaptive.WithLimits(20, 1, 500))
 	defer lim.Close()
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "hello")
@@ -108,7 +145,7 @@ func ExampleTransport() {
 	}))
 	defer srv.Close()
 
-	lim, _ := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(1, 100, 2))
+	lim, _ := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(2, 1, 100))
 	defer lim.Close()
 	client := &http.Client{Transport: &adaptive.Transport{Limiter: lim, Base: srv.Client().Transport}}
 	defer client.CloseIdleConnections()
@@ -139,7 +176,7 @@ func (stepDown) Next(limit float64, s adaptive.Sample) float64 {
 // Write a controller of your own: the limiter calls Next under its lock,
 // clamps the answer to its bounds and applies it.
 func ExampleController() {
-	lim, _ := adaptive.New(stepDown{}, adaptive.WithLimits(1, 10, 8))
+	lim, _ := adaptive.New(stepDown{}, adaptive.WithLimits(8, 1, 10))
 	defer lim.Close()
 	var p adaptive.Permit
 	for _, drop := range []bool{false, true, true, true, true} {

@@ -14,7 +14,7 @@ import (
 // test on an error.
 func newLimiter(t testing.TB, ctrl adaptive.Controller, min, max, initial int64) *adaptive.Limiter {
 	t.Helper()
-	lim, err := adaptive.New(ctrl, adaptive.WithLimits(min, max, initial))
+	lim, err := adaptive.New(ctrl, adaptive.WithLimits(initial, min, max))
 	require.NoError(t, err)
 	t.Cleanup(lim.Close)
 	return lim

@@ -19,16 +19,29 @@ var ErrLimited = errors.New("adaptive: concurrency limit reached")
 //
 // The permit ends when next returns, with the verdict of ClassifyServer
 // (see the package documentation's table of outcomes), or of the function
-// given by WithClassifier; Ignored if next panics.
+// given by WithClassifier; Ignored if next or the classifier panics, the
+// panic going on to the server.
 //
 // The writer next receives has the optional interfaces of the writer
 // Handler was given, and only those: http.Flusher, http.Hijacker,
-// io.ReaderFrom and http.Pusher pass type assertions exactly when the
-// underlying writer's do, and http.ResponseController reaches the others
-// through its Unwrap method.
+// io.ReaderFrom, io.StringWriter, http.Pusher and http.CloseNotifier pass
+// type assertions exactly when the underlying writer's do.
+// http.ResponseController answers as it does on the underlying writer: its
+// Flush returns the underlying writer's flush error (a client gone), and it
+// reaches SetReadDeadline, SetWriteDeadline and EnableFullDuplex through
+// the writer's Unwrap method.
 //
-// It is a run-time error to pass a nil lim or next; the panic message
-// begins "adaptive: ".
+// Put Handler inside http.TimeoutHandler, not outside it:
+// http.TimeoutHandler(adaptive.Handler(lim, next), d). TimeoutHandler runs
+// the handler it wraps in a goroutine of its own and answers 503 at its
+// deadline without waiting for that handler to return. Inside it, Handler
+// holds the permit for as long as next runs, and the request, ended by the
+// server's deadline, counts as Inconclusive. Outside it, the permit would end when
+// TimeoutHandler answers while next runs on without one, and the limit
+// would no longer bound the handlers running.
+//
+// It is a run-time error to pass a nil lim, next or HandlerOption; the
+// panic message begins "adaptive: ".
 func Handler(lim *Limiter, next http.Handler, opts ...HandlerOption) http.Handler {
 	if lim == nil {
 		panic("adaptive: Handler: nil lim")
@@ -38,6 +51,9 @@ func Handler(lim *Limiter, next http.Handler, opts ...HandlerOption) http.Handle
 	}
 	h := &handler{lim: lim, next: next, reject: http.HandlerFunc(unavailable), classify: ClassifyServer}
 	for _, opt := range opts {
+		if opt == nil {
+			panic("adaptive: Handler: nil HandlerOption")
+		}
 		opt(h)
 	}
 	return h
@@ -79,20 +95,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reject.ServeHTTP(w, r)
 		return
 	}
+	// Ignored stands until the classifier's verdict replaces it, so that a
+	// panic in next or in the classifier frees the slot too; the panic goes
+	// on to the server.
+	o := Ignored
+	defer func() { p.End(o) }()
 	ww, sw := newWriter(w)
-	ended := false
-	defer func() {
-		if !ended {
-			p.Ignored() // next panicked: no verdict on load
-		}
-	}()
 	h.next.ServeHTTP(ww, r)
 	status := sw.status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	ended = true
-	p.End(h.classify(r, status))
+	o = h.classify(r, status)
 }
 
 // ClassifyServer is Handler's default verdict on a request that next
@@ -150,11 +164,15 @@ func unavailable(w http.ResponseWriter, _ *http.Request) {
 // returns the context's error.
 //
 // The permit ends with the verdict of ClassifyClient (see the package
-// documentation's table of outcomes), or of Classify.
+// documentation's table of outcomes), or of Classify; Ignored if Base,
+// Classify or the body's Close panics, the panic going on to the caller.
+// A response with a nil Body, which http.Client replaces with an empty
+// one, ends its permit at once.
 //
 // A Transport must have a Limiter; its other fields may be left zero. It
-// is a run-time error to call RoundTrip on a Transport without a Limiter;
-// the panic message begins "adaptive: ".
+// is a run-time error to call RoundTrip on a nil Transport or one without
+// a Limiter, or with a nil request; the panic message begins "adaptive: ",
+// and no permit is taken.
 type Transport struct {
 	Limiter *Limiter
 	// Base makes the requests; nil means http.DefaultTransport.
@@ -170,8 +188,14 @@ type Transport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t == nil {
+		panic("adaptive: RoundTrip on a nil *Transport")
+	}
 	if t.Limiter == nil {
 		panic("adaptive: Transport.Limiter is nil")
+	}
+	if req == nil {
+		panic("adaptive: Transport.RoundTrip: nil Request")
 	}
 	p := new(Permit)
 	if t.Wait {
@@ -181,6 +205,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else if !t.Limiter.TryAcquire(p) {
 		return nil, ErrLimited
 	}
+	return t.roundTrip(req, p)
+}
+
+// roundTrip makes the request through Base under the live permit p, and
+// ends p or hands it to the response's body. Base and the classifier are
+// the caller's code: Ignored stands until a verdict replaces it, and p ends
+// in a defer unless the body took it, so that a panic in either frees the
+// slot too and goes on to the caller.
+func (t *Transport) roundTrip(req *http.Request, p *Permit) (*http.Response, error) {
+	o, handed := Ignored, false
+	defer func() {
+		if !handed {
+			p.End(o)
+		}
+	}()
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport
@@ -190,15 +229,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		classify = ClassifyClient
 	}
 	resp, err := base.RoundTrip(req)
-	if err != nil {
-		p.End(classify(nil, err))
+	switch {
+	case err != nil:
+		o = classify(nil, err)
 		return nil, err
-	}
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		p.End(classify(resp, nil))
+	case resp == nil:
+		return nil, nil // a broken Base, which http.Client reports
+	case resp.StatusCode == http.StatusSwitchingProtocols, resp.Body == nil:
+		// The round trip ends here: a 101's connection is no request, and
+		// a nil Body, which http.Client replaces with an empty one, has
+		// nothing to hold the permit.
+		o = classify(resp, nil)
 		return resp, nil
 	}
-	resp.Body = &permitBody{ReadCloser: resp.Body, p: p, outcome: classify(resp, nil), classify: classify}
+	outcome := classify(resp, nil)
+	resp.Body = &permitBody{ReadCloser: resp.Body, p: p, outcome: outcome, classify: classify}
+	handed = true
 	return resp, nil
 }
 
@@ -240,21 +286,33 @@ func (b *permitBody) Read(buf []byte) (int, error) {
 	n, err := b.ReadCloser.Read(buf)
 	switch {
 	case err == io.EOF:
-		b.end(b.outcome)
+		b.end(nil)
 	case err != nil:
-		b.end(b.classify(nil, err))
+		b.end(err)
 	}
 	return n, err
 }
 
+// Close closes the body and ends the permit, in a defer so that a Close
+// of Base's that panics frees the slot too.
 func (b *permitBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.end(b.outcome)
-	return err
+	defer b.end(nil)
+	return b.ReadCloser.Close()
 }
 
-func (b *permitBody) end(o Outcome) {
-	if b.done.CompareAndSwap(false, true) {
-		b.p.End(o)
+// end ends the permit, unless it has ended: with the response's verdict
+// for a nil err, with the classifier's verdict on err otherwise. The end is
+// claimed before the classifier runs, and Ignored stands until its verdict
+// replaces it, so that a classifier that panics frees the slot too.
+func (b *permitBody) end(err error) {
+	if !b.done.CompareAndSwap(false, true) {
+		return
 	}
+	if err == nil {
+		b.p.End(b.outcome)
+		return
+	}
+	o := Ignored
+	defer func() { b.p.End(o) }()
+	o = b.classify(nil, err)
 }

@@ -22,6 +22,9 @@ var (
 	// setting out of its range. New also wraps it around the error of a
 	// caller's controller whose Validate method fails.
 	ErrInvalidController = errors.New("adaptive: invalid controller setting")
+	// ErrObserved is returned by Limiter.Observe when the limiter has an
+	// observer already.
+	ErrObserved = errors.New("adaptive: the limiter has an observer already")
 )
 
 // Default bounds of a Limiter, as in Netflix's concurrency-limits.
@@ -71,6 +74,9 @@ type Limiter struct {
 	// alone: time.Now would read the wall clock too, and on a request's
 	// fast path the two clock reads cost more than the rest together.
 	epoch time.Time
+	// obs is the function Observe registered, or nil; every permit's end
+	// loads it.
+	obs atomic.Pointer[observer]
 
 	mu      sync.Mutex
 	ctrl    Controller    // guarded by mu
@@ -91,11 +97,12 @@ type config struct {
 	semOpts           []atomicsem.Option
 }
 
-// WithLimits sets the bounds of the limit: it starts at initial and stays
-// within [min, max]. New checks 1 ≤ min ≤ initial ≤ max ≤
+// WithLimits sets where the limit starts, initial, and the bounds it
+// stays within, [min, max]: the starting value first, as in
+// atomicsem.New(initial, max). New checks 1 ≤ min ≤ initial ≤ max ≤
 // atomicsem.MaxPermits.
-func WithLimits(min, max, initial int64) Option {
-	return func(c *config) { c.min, c.max, c.initial = min, max, initial }
+func WithLimits(initial, min, max int64) Option {
+	return func(c *config) { c.initial, c.min, c.max = initial, min, max }
 }
 
 // WithLatencyBound sets the latency bound past which a request that ends
@@ -113,8 +120,14 @@ func WithLatencyBound(d time.Duration) Option {
 
 // WithSemaphoreOptions passes options to the semaphore the Limiter builds,
 // atomicsem.WithBarging for one: waiters of Acquire are served in FIFO order
-// unless told otherwise.
+// unless told otherwise. It is a run-time error to pass a nil
+// atomicsem.Option; the panic message begins "adaptive: ".
 func WithSemaphoreOptions(opts ...atomicsem.Option) Option {
+	for _, opt := range opts {
+		if opt == nil {
+			panic("adaptive: WithSemaphoreOptions: nil atomicsem.Option")
+		}
+	}
 	return func(c *config) { c.semOpts = append(c.semOpts, opts...) }
 }
 
@@ -125,12 +138,15 @@ func WithSemaphoreOptions(opts ...atomicsem.Option) Option {
 // ErrInvalidController for a controller with a setting out of its range:
 // New calls the controller's Validate method if it has one, as the
 // controllers of this package do, and checks Vegas's Alpha and Beta
-// against the bounds. It is a run-time error to pass a nil
-// pointer as ctrl (a typed nil, such as (*AIMD)(nil)); the panic message
+// against the bounds. It is a run-time error to pass a nil pointer as ctrl
+// (a typed nil, such as (*AIMD)(nil)) or a nil Option; the panic message
 // begins "adaptive: ".
 func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 	cfg := config{min: DefaultMinLimit, initial: DefaultInitialLimit, max: DefaultMaxLimit}
 	for _, opt := range opts {
+		if opt == nil {
+			panic("adaptive: New: nil Option")
+		}
 		opt(&cfg)
 	}
 	if cfg.min < 1 || cfg.min > cfg.initial || cfg.initial > cfg.max || cfg.max > atomicsem.MaxPermits {
@@ -261,9 +277,13 @@ func (l *Limiter) admit(p *Permit) {
 // to its integer part when that changes. The controller runs under mu, so
 // that its state and the limit change in the order of the samples; the
 // SetLimit calls are made under mu too, so that they reach the semaphore in
-// the order the controller decided them.
+// the order the controller decided them. The controller is the caller's
+// code: mu is released in a defer, so that a Next that panics leaves the
+// limit where it was and the lock free, and the panic goes on to the
+// goroutine that ended the permit, whose slot is already free.
 func (l *Limiter) record(s Sample) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if s.Dropped {
 		l.dropped++
 	} else {
@@ -279,26 +299,34 @@ func (l *Limiter) record(s Sample) {
 			l.set = n
 		}
 	}
-	l.mu.Unlock()
 }
 
 // inconclusive records a request that ended Inconclusive: as a drop if it
-// lasted longer than the latency bound, else as ignored.
-func (l *Limiter) inconclusive(s Sample) {
-	l.mu.Lock()
-	bound := l.bound
-	if bound == 0 {
-		if b, ok := l.ctrl.(bounder); ok {
-			bound = b.LatencyBound() // under mu, as the controller's state is
-		}
-	}
-	l.mu.Unlock()
-	if bound <= 0 || s.RTT <= bound {
+// lasted longer than the latency bound, else as ignored. It returns the
+// outcome it was counted as.
+func (l *Limiter) inconclusive(s Sample) Outcome {
+	if bound := l.latencyBound(); bound <= 0 || s.RTT <= bound {
 		l.ignore()
-		return
+		return Ignored
 	}
 	s.Dropped = true
 	l.record(s)
+	return Dropped
+}
+
+// latencyBound returns the bound WithLatencyBound set, or else the
+// controller's, read under mu as the controller's state is; mu is released
+// in a defer, so that a LatencyBound that panics leaves it unlocked.
+func (l *Limiter) latencyBound() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bound != 0 {
+		return l.bound
+	}
+	if b, ok := l.ctrl.(bounder); ok {
+		return b.LatencyBound()
+	}
+	return 0
 }
 
 // ignore counts a request that ended in Ignored.
@@ -315,30 +343,60 @@ func isNilPointer(ctrl Controller) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
+// observer boxes the function Observe registered, so that an atomic
+// pointer holds it.
+type observer struct {
+	f func(Outcome, time.Duration)
+}
+
+// Observe makes the limiter call f once for every permit that ends from
+// now on, with its outcome and the time from its acquire to its end (the
+// RTT of a sample), until stop is called: for a latency histogram, such as
+// package adaptiveotel's. f runs on the goroutine that ends the permit,
+// after the slot is free and the controller has seen the sample, with no
+// lock held: a slow f slows that request alone, and an f that panics
+// leaves the limiter as it would be without it, the panic going on to
+// that goroutine. f must be safe for concurrent use. Calling stop more
+// than once does nothing.
+//
+// A limiter has at most one observer: Observe returns ErrObserved, and
+// registers nothing, while another is registered. It is a run-time error
+// to pass a nil f or to call Observe on a nil Limiter.
+//
+// Without an observer, a permit's end costs one atomic load more.
+func (l *Limiter) Observe(f func(o Outcome, rtt time.Duration)) (stop func(), err error) {
+	l.mustExist()
+	if f == nil {
+		panic("adaptive: Limiter.Observe: nil f")
+	}
+	o := &observer{f: f}
+	if !l.obs.CompareAndSwap(nil, o) {
+		return nil, ErrObserved
+	}
+	return func() { l.obs.CompareAndSwap(o, nil) }, nil
+}
+
 // Stats is a snapshot of a Limiter, for metrics.
 type Stats struct {
-	Limit    int64         // the limit in force
-	InFlight int64         // permits out: acquired and not yet ended
-	Waiters  int           // Acquire calls waiting for a slot
-	LastRTT  time.Duration // the RTT of the last request that ended in Succeeded; 0 before the first
-	// Succeeded counts the requests ended in Succeeded.
-	Succeeded uint64
-	// Success holds the same count as Succeeded.
-	//
-	// Deprecated: use Succeeded.
-	Success  uint64
-	Dropped  uint64 // requests ended in Dropped
-	Ignored  uint64 // requests ended in Ignored
-	Rejected uint64 // TryAcquire calls that found no free slot
-	Closed   bool
+	Limit     int64         // the limit in force
+	InFlight  int64         // permits out: acquired and not yet ended
+	Waiters   int           // Acquire calls waiting for a slot
+	LastRTT   time.Duration // the RTT of the last request that ended in Succeeded; 0 before the first
+	Succeeded uint64        // requests ended in Succeeded
+	Dropped   uint64        // requests ended in Dropped
+	Ignored   uint64        // requests ended in Ignored
+	Rejected  uint64        // TryAcquire calls that found no free slot
+	Closed    bool
 }
 
 // Stats returns a snapshot of the limiter. The counts come from separate
 // reads and need not be consistent with each other to the request; InFlight
 // may briefly exceed Limit after the limit is lowered, while the requests
 // admitted under the higher limit finish. Stats takes the limiter's lock and
-// the semaphore's; it is meant for monitoring, not for a hot path.
+// the semaphore's; it is meant for monitoring, not for a hot path. It is a
+// run-time error to call it on a nil Limiter.
 func (l *Limiter) Stats() Stats {
+	l.mustExist()
 	st := l.sem.Stats()
 	l.mu.Lock()
 	s := Stats{
@@ -347,7 +405,6 @@ func (l *Limiter) Stats() Stats {
 		Waiters:   st.Waiters,
 		LastRTT:   l.lastRTT,
 		Succeeded: l.success,
-		Success:   l.success,
 		Dropped:   l.dropped,
 		Ignored:   l.ignored,
 		Rejected:  l.rejected.Load(),
@@ -359,5 +416,9 @@ func (l *Limiter) Stats() Stats {
 
 // Close closes the limiter: waiting Acquire calls return
 // atomicsem.ErrClosed, later acquires fail, and the limit stays where it is.
-// Permits already out may still be ended. Closing twice does nothing.
-func (l *Limiter) Close() { l.sem.Close() }
+// Permits already out may still be ended. Closing twice does nothing. It is
+// a run-time error to call it on a nil Limiter.
+func (l *Limiter) Close() {
+	l.mustExist()
+	l.sem.Close()
+}

@@ -24,10 +24,10 @@ func TestNewRejectsBadSettings(t *testing.T) {
 		opts []adaptive.Option
 		want error
 	}{
-		{"min zero", nil, []adaptive.Option{adaptive.WithLimits(0, 10, 5)}, adaptive.ErrInvalidLimits},
-		{"initial below min", nil, []adaptive.Option{adaptive.WithLimits(5, 10, 4)}, adaptive.ErrInvalidLimits},
-		{"initial above max", nil, []adaptive.Option{adaptive.WithLimits(1, 10, 11)}, adaptive.ErrInvalidLimits},
-		{"max above MaxPermits", nil, []adaptive.Option{adaptive.WithLimits(1, atomicsem.MaxPermits+1, 1)}, adaptive.ErrInvalidLimits},
+		{"min zero", nil, []adaptive.Option{adaptive.WithLimits(5, 0, 10)}, adaptive.ErrInvalidLimits},
+		{"initial below min", nil, []adaptive.Option{adaptive.WithLimits(4, 5, 10)}, adaptive.ErrInvalidLimits},
+		{"initial above max", nil, []adaptive.Option{adaptive.WithLimits(11, 1, 10)}, adaptive.ErrInvalidLimits},
+		{"max above MaxPermits", nil, []adaptive.Option{adaptive.WithLimits(1, 1, atomicsem.MaxPermits+1)}, adaptive.ErrInvalidLimits},
 		{"AIMD backoff 1", &adaptive.AIMD{Backoff: 1}, nil, adaptive.ErrInvalidController},
 		{"AIMD backoff 0.4", &adaptive.AIMD{Backoff: 0.4}, nil, adaptive.ErrInvalidController},
 		{"AIMD negative timeout", &adaptive.AIMD{Timeout: -time.Second}, nil, adaptive.ErrInvalidController},
@@ -97,22 +97,22 @@ func TestNewRefusesVegasThresholdsTheBoundsDefeat(t *testing.T) {
 	tests := []struct {
 		name              string
 		v                 *adaptive.Vegas
-		min, max, initial int64
+		initial, min, max int64
 		ok                bool
 	}{
-		{"Alpha 1000, Beta's default at most 18", &adaptive.Vegas{Alpha: 1000}, 1, 1000, 20, false},
-		{"Alpha 30, Beta's default at most 18", &adaptive.Vegas{Alpha: 30}, 1, 1000, 20, false},
-		{"Alpha 7, Beta's default 6 below a limit of 100", &adaptive.Vegas{Alpha: 7}, 1, 1000, 20, false},
-		{"Alpha 7, limits from 100, Beta's default at least 12", &adaptive.Vegas{Alpha: 7}, 100, 1000, 100, true},
-		{"Beta 8, Alpha's default 9 at a limit of 1000", &adaptive.Vegas{Beta: 8}, 1, 1000, 20, false},
-		{"Beta 8, limits up to 999", &adaptive.Vegas{Beta: 8}, 1, 999, 20, true},
-		{"Beta 1000 of at most 1000 in flight", &adaptive.Vegas{Alpha: 3, Beta: 1000}, 1, 1000, 20, false},
-		{"Beta 999 of at most 1000", &adaptive.Vegas{Alpha: 3, Beta: 999}, 1, 1000, 20, true},
+		{"Alpha 1000, Beta's default at most 18", &adaptive.Vegas{Alpha: 1000}, 20, 1, 1000, false},
+		{"Alpha 30, Beta's default at most 18", &adaptive.Vegas{Alpha: 30}, 20, 1, 1000, false},
+		{"Alpha 7, Beta's default 6 below a limit of 100", &adaptive.Vegas{Alpha: 7}, 20, 1, 1000, false},
+		{"Alpha 7, limits from 100, Beta's default at least 12", &adaptive.Vegas{Alpha: 7}, 100, 100, 1000, true},
+		{"Beta 8, Alpha's default 9 at a limit of 1000", &adaptive.Vegas{Beta: 8}, 20, 1, 1000, false},
+		{"Beta 8, limits up to 999", &adaptive.Vegas{Beta: 8}, 20, 1, 999, true},
+		{"Beta 1000 of at most 1000 in flight", &adaptive.Vegas{Alpha: 3, Beta: 1000}, 20, 1, 1000, false},
+		{"Beta 999 of at most 1000", &adaptive.Vegas{Alpha: 3, Beta: 999}, 20, 1, 1000, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			require.NoError(t, tt.v.Validate(), "Validate alone, without the bounds, accepts it")
-			lim, err := adaptive.New(tt.v, adaptive.WithLimits(tt.min, tt.max, tt.initial))
+			lim, err := adaptive.New(tt.v, adaptive.WithLimits(tt.initial, tt.min, tt.max))
 			if tt.ok {
 				require.NoError(t, err)
 				lim.Close()
@@ -164,6 +164,26 @@ func TestNilArgumentsPanicWithThePrefix(t *testing.T) {
 		{"Transport without a Limiter", func() {
 			_, _ = (&adaptive.Transport{}).RoundTrip(httptest.NewRequest("GET", "/", nil))
 		}, "Limiter"},
+		{"New with a nil Option", func() { _, _ = adaptive.New(nil, adaptive.WithLimits(1, 2, 1), nil) }, "Option"},
+		{"WithSemaphoreOptions with a nil option", func() { adaptive.WithSemaphoreOptions(atomicsem.WithBarging(), nil) }, "atomicsem.Option"},
+		{"Handler with a nil HandlerOption", func() { adaptive.Handler(lim, ok, adaptive.WithRejection(ok), nil) }, "HandlerOption"},
+		{"Stats on a nil Limiter", func() { (*adaptive.Limiter)(nil).Stats() }, "Limiter"},
+		{"Close on a nil Limiter", func() { (*adaptive.Limiter)(nil).Close() }, "Limiter"},
+		{"Start of a nil Permit", func() { (*adaptive.Permit)(nil).Start() }, "Permit"},
+		{"End of a nil Permit", func() { (*adaptive.Permit)(nil).End(adaptive.Dropped) }, "Permit"},
+		{"Observe with a nil function", func() { _, _ = lim.Observe(nil) }, "nil f"},
+		{"Observe on a nil Limiter", func() {
+			_, _ = (*adaptive.Limiter)(nil).Observe(func(adaptive.Outcome, time.Duration) {})
+		}, "Limiter"},
+		{"RoundTrip on a nil Transport", func() {
+			_, _ = (*adaptive.Transport)(nil).RoundTrip(httptest.NewRequest("GET", "/", nil))
+		}, "Transport"},
+		{"RoundTrip of a nil Request", func() {
+			_, _ = (&adaptive.Transport{Limiter: lim, Base: respond(http.StatusOK)}).RoundTrip(nil)
+		}, "Request"},
+		{"RoundTrip of a nil Request, waiting", func() {
+			_, _ = (&adaptive.Transport{Limiter: lim, Base: respond(http.StatusOK), Wait: true}).RoundTrip(nil)
+		}, "Request"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,7 +251,7 @@ func TestOutcomesReachTheController(t *testing.T) {
 		require.Equal(t, start.Add(30*time.Millisecond), rec.samples[0].End())
 
 		st := lim.Stats()
-		require.Equal(t, adaptive.Stats{Limit: 4, LastRTT: 30 * time.Millisecond, Succeeded: 1, Success: 1, Dropped: 1, Ignored: 1}, st)
+		require.Equal(t, adaptive.Stats{Limit: 4, LastRTT: 30 * time.Millisecond, Succeeded: 1, Dropped: 1, Ignored: 1}, st)
 	})
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 // Permit is one admitted request's slot under a Limiter's limit. It ends in
-// exactly one of three ways (or through End, which names the way), each of
+// exactly one of four ways (or through End, which names the way), each of
 // which frees the slot:
 //
 //   - Succeeded: the request completed; its round-trip time, measured from
@@ -44,11 +44,6 @@ type Permit struct {
 // Succeeded ends the permit as a completed request and frees its slot.
 func (p *Permit) Succeeded() { p.end(false) }
 
-// Success is the former name of Succeeded.
-//
-// Deprecated: use Succeeded, whose form matches Dropped and Ignored.
-func (p *Permit) Success() { p.end(false) }
-
 // Dropped ends the permit as a request that timed out or was refused for
 // overload, and frees its slot.
 func (p *Permit) Dropped() { p.end(true) }
@@ -59,27 +54,33 @@ func (p *Permit) Ignored() {
 	l := p.take()
 	p.tok.Release()
 	l.ignore()
+	if ob := l.obs.Load(); ob != nil {
+		ob.f(Ignored, time.Since(l.epoch)-p.start)
+	}
 }
 
 // Inconclusive ends the permit as a request that ended without a verdict
 // of its own on load, and frees its slot: the limiter counts it as Dropped
 // if it lasted longer than the latency bound (see WithLatencyBound), and
-// as Ignored otherwise.
+// as Ignored otherwise; an observer (see Limiter.Observe) sees the outcome
+// it was counted as.
 func (p *Permit) Inconclusive() {
 	l := p.take()
 	s := p.sample(l, false)
 	p.tok.Release()
-	l.inconclusive(s)
+	o := l.inconclusive(s)
+	if ob := l.obs.Load(); ob != nil {
+		ob.f(o, s.RTT)
+	}
 }
 
-// Ignore is the former name of Ignored.
-//
-// Deprecated: use Ignored, whose form matches Succeeded and Dropped.
-func (p *Permit) Ignore() { p.Ignored() }
-
 // Start returns when the permit was acquired; the zero time for the zero
-// Permit or one already ended.
+// Permit or one already ended. It is a run-time error to call it on a nil
+// Permit.
 func (p *Permit) Start() time.Time {
+	if p == nil {
+		panic(errNilPermit)
+	}
 	if p.l == nil {
 		return time.Time{}
 	}
@@ -94,6 +95,13 @@ func (p *Permit) end(dropped bool) {
 	s := p.sample(l, dropped)
 	p.tok.Release()
 	l.record(s)
+	if ob := l.obs.Load(); ob != nil {
+		o := Succeeded
+		if dropped {
+			o = Dropped
+		}
+		ob.f(o, s.RTT)
+	}
 }
 
 // sample returns the sample of the permit, ending now, of limiter l.
@@ -152,11 +160,6 @@ const (
 	// bound, Ignored otherwise.
 	Inconclusive
 )
-
-// Success is the former name of Succeeded.
-//
-// Deprecated: use Succeeded, whose form matches Dropped and Ignored.
-const Success = Succeeded
 
 // String returns the outcome's name: "Succeeded", "Dropped", "Ignored" or
 // "Inconclusive".

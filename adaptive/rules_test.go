@@ -169,7 +169,7 @@ func TestInconclusiveCountsPastTheLatencyBound(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				lim, err := adaptive.New(tt.ctrl, append([]adaptive.Option{adaptive.WithLimits(1, 10, 1)}, tt.opts...)...)
+				lim, err := adaptive.New(tt.ctrl, append([]adaptive.Option{adaptive.WithLimits(1, 1, 10)}, tt.opts...)...)
 				require.NoError(t, err)
 				defer lim.Close()
 				end := func(after time.Duration, o adaptive.Outcome) {

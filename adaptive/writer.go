@@ -7,17 +7,29 @@ import (
 	"net/http"
 )
 
+//go:generate go test -run ^TestGeneratedWritersAreCurrent$ -update
+
 // statusWriter records the status a handler writes, for Handler's
-// classifier. Unwrap lets http.ResponseController reach the writer's other
-// interfaces.
+// classifier. Unwrap lets http.ResponseController reach the methods of the
+// writer underneath that no optional interface names (SetReadDeadline,
+// SetWriteDeadline, EnableFullDuplex).
 //
 // A handler finds the optional interfaces of net/http by type assertion,
 // so a wrapper that has them all lies about the writers that lack some,
-// and one that has none hides them. newWriter therefore returns statusWriter
-// inside one of sixteen types, one for each set of the four optional
-// interfaces (http.Flusher, http.Hijacker, io.ReaderFrom, http.Pusher),
-// whose method set has exactly those of the writer it wraps; each embeds
-// statusWriter, so that the wrapper is one allocation.
+// and one that has none hides them. newWriter therefore returns the
+// statusWriter inside one of 64 types (writer_gen.go, written by
+// internal/writergen), one for each set of the six optional interfaces
+// (http.Flusher, http.Hijacker, io.ReaderFrom, io.StringWriter,
+// http.Pusher, http.CloseNotifier), whose method set has exactly those of
+// the writer it wraps. Each type is a struct of one pointer to the
+// statusWriter, which an interface holds as it is: the statusWriter is the
+// wrapper's one allocation.
+//
+// The types with Flush have FlushError too, which http.ResponseController's
+// Flush calls in preference to Flush: without it, that Flush would call
+// ours and return nil, and a handler would never learn that its client has
+// gone. Ours returns what http.ResponseController's Flush returns on the
+// writer underneath: its FlushError's error, or nil after its Flush.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
@@ -45,12 +57,17 @@ func (w *statusWriter) wrote() {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// The optional interfaces' methods, which the types below export only
-// where the wrapped writer has them.
+// The optional interfaces' methods, which the types of writer_gen.go
+// export only where the wrapped writer has them.
 
 func (w *statusWriter) flush() {
 	w.wrote()
 	w.ResponseWriter.(http.Flusher).Flush()
+}
+
+func (w *statusWriter) flushError() error {
+	w.wrote()
+	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 func (w *statusWriter) hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -62,8 +79,22 @@ func (w *statusWriter) readFrom(r io.Reader) (int64, error) {
 	return w.ResponseWriter.(io.ReaderFrom).ReadFrom(r)
 }
 
+func (w *statusWriter) writeString(s string) (int, error) {
+	w.wrote()
+	return w.ResponseWriter.(io.StringWriter).WriteString(s)
+}
+
 func (w *statusWriter) push(target string, opts *http.PushOptions) error {
 	return w.ResponseWriter.(http.Pusher).Push(target, opts)
+}
+
+// closeNotifier is http.CloseNotifier, which is deprecated in favour of
+// the request's context but which writers still have, and handlers may
+// still use.
+type closeNotifier interface{ CloseNotify() <-chan bool }
+
+func (w *statusWriter) closeNotify() <-chan bool {
+	return w.ResponseWriter.(closeNotifier).CloseNotify()
 }
 
 // newWriter returns a writer for next that wraps w with exactly w's
@@ -79,134 +110,15 @@ func newWriter(w http.ResponseWriter) (http.ResponseWriter, *statusWriter) {
 	if _, ok := w.(io.ReaderFrom); ok {
 		set |= hasReadFrom
 	}
+	if _, ok := w.(io.StringWriter); ok {
+		set |= hasWriteString
+	}
 	if _, ok := w.(http.Pusher); ok {
 		set |= hasPush
 	}
-	sw := statusWriter{ResponseWriter: w}
-	switch set {
-	case hasFlush | hasHijack | hasReadFrom | hasPush:
-		x := &writerFHRP{sw}
-		return x, &x.statusWriter
-	case hasFlush | hasHijack | hasReadFrom:
-		x := &writerFHR{sw}
-		return x, &x.statusWriter
-	case hasFlush | hasHijack | hasPush:
-		x := &writerFHP{sw}
-		return x, &x.statusWriter
-	case hasFlush | hasReadFrom | hasPush:
-		x := &writerFRP{sw}
-		return x, &x.statusWriter
-	case hasHijack | hasReadFrom | hasPush:
-		x := &writerHRP{sw}
-		return x, &x.statusWriter
-	case hasFlush | hasHijack:
-		x := &writerFH{sw}
-		return x, &x.statusWriter
-	case hasFlush | hasReadFrom:
-		x := &writerFR{sw}
-		return x, &x.statusWriter
-	case hasFlush | hasPush:
-		x := &writerFP{sw}
-		return x, &x.statusWriter
-	case hasHijack | hasReadFrom:
-		x := &writerHR{sw}
-		return x, &x.statusWriter
-	case hasHijack | hasPush:
-		x := &writerHP{sw}
-		return x, &x.statusWriter
-	case hasReadFrom | hasPush:
-		x := &writerRP{sw}
-		return x, &x.statusWriter
-	case hasFlush:
-		x := &writerF{sw}
-		return x, &x.statusWriter
-	case hasHijack:
-		x := &writerH{sw}
-		return x, &x.statusWriter
-	case hasReadFrom:
-		x := &writerR{sw}
-		return x, &x.statusWriter
-	case hasPush:
-		x := &writerP{sw}
-		return x, &x.statusWriter
+	if _, ok := w.(closeNotifier); ok {
+		set |= hasCloseNotify
 	}
-	x := &writer{sw}
-	return x, &x.statusWriter
+	sw := &statusWriter{ResponseWriter: w}
+	return wrap(sw, set), sw
 }
-
-// The optional interfaces, as bits of newWriter's set.
-const (
-	hasFlush uint8 = 1 << iota
-	hasHijack
-	hasReadFrom
-	hasPush
-)
-
-// writer and writerX, for X the initials of the optional interfaces it
-// has (F Flusher, H Hijacker, R ReaderFrom, P Pusher), are statusWriter
-// with those interfaces.
-type (
-	writerFHRP struct{ statusWriter }
-	writerFHR  struct{ statusWriter }
-	writerFHP  struct{ statusWriter }
-	writerFRP  struct{ statusWriter }
-	writerHRP  struct{ statusWriter }
-	writerFH   struct{ statusWriter }
-	writerFR   struct{ statusWriter }
-	writerFP   struct{ statusWriter }
-	writerHR   struct{ statusWriter }
-	writerHP   struct{ statusWriter }
-	writerRP   struct{ statusWriter }
-	writerF    struct{ statusWriter }
-	writerH    struct{ statusWriter }
-	writerR    struct{ statusWriter }
-	writerP    struct{ statusWriter }
-	writer     struct{ statusWriter }
-)
-
-func (w *writerFHRP) Flush()                                           { w.flush() }
-func (w *writerFHRP) Hijack() (net.Conn, *bufio.ReadWriter, error)     { return w.hijack() }
-func (w *writerFHRP) ReadFrom(r io.Reader) (int64, error)              { return w.readFrom(r) }
-func (w *writerFHRP) Push(target string, opts *http.PushOptions) error { return w.push(target, opts) }
-
-func (w *writerFHR) Flush()                                       { w.flush() }
-func (w *writerFHR) Hijack() (net.Conn, *bufio.ReadWriter, error) { return w.hijack() }
-func (w *writerFHR) ReadFrom(r io.Reader) (int64, error)          { return w.readFrom(r) }
-
-func (w *writerFHP) Flush()                                           { w.flush() }
-func (w *writerFHP) Hijack() (net.Conn, *bufio.ReadWriter, error)     { return w.hijack() }
-func (w *writerFHP) Push(target string, opts *http.PushOptions) error { return w.push(target, opts) }
-
-func (w *writerFRP) Flush()                                           { w.flush() }
-func (w *writerFRP) ReadFrom(r io.Reader) (int64, error)              { return w.readFrom(r) }
-func (w *writerFRP) Push(target string, opts *http.PushOptions) error { return w.push(target, opts) }
-
-func (w *writerHRP) Hijack() (net.Conn, *bufio.ReadWriter, error)     { return w.hijack() }
-func (w *writerHRP) ReadFrom(r io.Reader) (int64, error)              { return w.readFrom(r) }
-func (w *writerHRP) Push(target string, opts *http.PushOptions) error { return w.push(target, opts) }
-
-func (w *writerFH) Flush()                                       { w.flush() }
-func (w *writerFH) Hijack() (net.Conn, *bufio.ReadWriter, error) { return w.hijack() }
-
-func (w *writerFR) Flush()                              { w.flush() }
-func (w *writerFR) ReadFrom(r io.Reader) (int64, error) { return w.readFrom(r) }
-
-func (w *writerFP) Flush()                                           { w.flush() }
-func (w *writerFP) Push(target string, opts *http.PushOptions) error { return w.push(target, opts) }
-
-func (w *writerHR) Hijack() (net.Conn, *bufio.ReadWriter, error) { return w.hijack() }
-func (w *writerHR) ReadFrom(r io.Reader) (int64, error)          { return w.readFrom(r) }
-
-func (w *writerHP) Hijack() (net.Conn, *bufio.ReadWriter, error)     { return w.hijack() }
-func (w *writerHP) Push(target string, opts *http.PushOptions) error { return w.push(target, opts) }
-
-func (w *writerRP) ReadFrom(r io.Reader) (int64, error)              { return w.readFrom(r) }
-func (w *writerRP) Push(target string, opts *http.PushOptions) error { return w.push(target, opts) }
-
-func (w *writerF) Flush() { w.flush() }
-
-func (w *writerH) Hijack() (net.Conn, *bufio.ReadWriter, error) { return w.hijack() }
-
-func (w *writerR) ReadFrom(r io.Reader) (int64, error) { return w.readFrom(r) }
-
-func (w *writerP) Push(target string, opts *http.PushOptions) error { return w.push(target, opts) }

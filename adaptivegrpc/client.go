@@ -2,6 +2,7 @@ package adaptivegrpc
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync/atomic"
 
@@ -18,7 +19,7 @@ import (
 // the call fails at once, without reaching the network, with an error whose
 // code is codes.ResourceExhausted and which errors.Is reports as
 // adaptive.ErrLimited; WithWait makes it wait instead. It is a run-time
-// error to pass a nil lim.
+// error to pass a nil lim or Option.
 func UnaryClientInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.UnaryClientInterceptor {
 	c := newConfig(lim, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
@@ -38,13 +39,15 @@ func UnaryClientInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.UnaryCli
 
 // StreamClientInterceptor returns an interceptor that admits each stream
 // through lim before it is opened and holds the permit until the stream
-// ends: RecvMsg returns io.EOF (Succeeded) or another error, a stream with
-// one response (client streaming) receives it, SendMsg or Header return an
-// error other than io.EOF, or the call's context is done, whichever comes
-// first; the permit ends with the Classifier's verdict on that error (on
-// the context's, for the last). When lim has no free slot, the stream fails
-// at once as UnaryClientInterceptor's calls do; WithWait makes it wait
-// instead. It is a run-time error to pass a nil lim.
+// ends, in any of the ways grpc-go documents: RecvMsg returns io.EOF
+// (Succeeded) or another error, a stream with one response (client
+// streaming) receives it, SendMsg or Header return an error other than
+// io.EOF, the call's context is done, or the ClientConn is closed,
+// whichever comes first. The permit ends with the Classifier's verdict on
+// the stream's error (the context's, or codes.Canceled for a closed
+// ClientConn). When lim has no free slot, the stream fails at once as
+// UnaryClientInterceptor's calls do; WithWait makes it wait instead. It is
+// a run-time error to pass a nil lim or Option.
 func StreamClientInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.StreamClientInterceptor {
 	c := newConfig(lim, opts)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
@@ -52,48 +55,59 @@ func StreamClientInterceptor(lim *adaptive.Limiter, opts ...Option) grpc.StreamC
 		if err := c.admit(ctx, &s.p); err != nil {
 			return nil, err
 		}
+		// A caller that cancels the stream's context need not read on to
+		// the error: the permit must end with the context, or its slot
+		// would be lost. AfterFunc starts no goroutine until ctx is done.
+		// It is registered before the stream opens, so that every end,
+		// which may come from grpc-go's goroutines while the stream opens,
+		// finds stop set.
+		s.stop = context.AfterFunc(ctx, s.contextDone)
 		cs, err := s.open(ctx, desc, cc, method, streamer, callOpts)
 		if err != nil {
 			return nil, err
 		}
 		s.ClientStream = cs
-		// A caller that cancels the stream's context need not read on to
-		// the error: the permit must end with the context, or its slot
-		// would be lost. AfterFunc starts no goroutine until ctx is done.
-		s.stop = context.AfterFunc(ctx, s.contextDone)
 		return s, nil
 	}
 }
 
-// open opens the stream with streamer. If that fails it ends the permit
-// with the verdict on the error; Ignored stands until the verdict replaces
-// it, so that a panic in the streamer or the classifier frees the slot too.
+// open opens the stream with streamer, asking grpc-go to call s.end when
+// the stream finishes: that is the one signal of a ClientConn closed under
+// a stream nobody reads, and it covers the other ends too. If opening
+// fails, open ends the permit with the verdict on the error; Ignored stands
+// until the verdict replaces it, so that a panic in the streamer or the
+// classifier frees the slot too.
 func (s *clientStream) open(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts []grpc.CallOption) (grpc.ClientStream, error) {
-	o, failed := adaptive.Ignored, true
+	failed := true
 	defer func() {
 		if failed {
-			s.p.End(o)
+			s.end(errStreamerPanicked)
 		}
 	}()
+	callOpts = append(callOpts[:len(callOpts):len(callOpts)], grpc.OnFinish(s.end))
 	cs, err := streamer(ctx, desc, cc, method, callOpts...)
-	if err == nil {
-		failed = false
-		return cs, nil
+	failed = false
+	if err != nil {
+		s.end(err)
+		return nil, err
 	}
-	o = s.classify(ctx, method, err)
-	return nil, err
+	return cs, nil
 }
 
+// errStreamerPanicked stands for the error of a streamer that panicked,
+// whose permit ends Ignored.
+var errStreamerPanicked = errors.New("adaptivegrpc: the streamer panicked")
+
 // clientStream ends its permit when the stream ends. One goroutine may
-// send while another receives, and the context's callback runs on a third,
-// so the end is claimed atomically.
+// send while another receives, and grpc-go's and the context's callbacks
+// run on others, so the end is claimed atomically.
 type clientStream struct {
 	grpc.ClientStream
 	ctx      context.Context
 	method   string
 	classify Classifier
 	oneReply bool        // the stream has one response, after which it ends
-	stop     func() bool // unregisters contextDone; set before the stream is returned
+	stop     func() bool // unregisters contextDone; set before the stream opens
 	done     atomic.Bool
 	p        adaptive.Permit
 }
@@ -140,7 +154,9 @@ func (s *clientStream) end(err error) {
 func (s *clientStream) finish(err error) {
 	o := adaptive.Ignored
 	defer func() { s.p.End(o) }()
-	o = s.classify(s.ctx, s.method, err)
+	if err != errStreamerPanicked {
+		o = s.classify(s.ctx, s.method, err)
+	}
 }
 
 // contextDone ends the permit when the stream's context is done first.

@@ -314,3 +314,76 @@ func TestStreamClientPanicFreesTheSlot(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamClientConnCloseEndsTheStreams opens a stream of each kind and
+// reads none of them, then closes the ClientConn, which grpc-go documents
+// as one of the ways a stream ends: every permit ends (Ignored: the
+// streams end Canceled, as the caller's own doing), and the slots are free
+// for the next connection.
+func TestStreamClientConnCloseEndsTheStreams(t *testing.T) {
+	lim := fixedLimiter(t, 3)
+	svc := &service{output: func(_ *testgrpc.StreamingOutputCallRequest, ss testgrpc.TestService_StreamingOutputCallServer) error {
+		<-ss.Context().Done()
+		return ss.Context().Err()
+	}}
+	interceptors := []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(adaptivegrpc.UnaryClientInterceptor(lim)),
+		grpc.WithChainStreamInterceptor(adaptivegrpc.StreamClientInterceptor(lim)),
+	}
+	conn := dial(t, svc, nil, interceptors...)
+	client := testgrpc.NewTestServiceClient(conn)
+	ctx := context.Background()
+	_, err := client.StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{})
+	require.NoError(t, err)
+	_, err = client.StreamingInputCall(ctx)
+	require.NoError(t, err)
+	_, err = client.FullDuplexCall(ctx)
+	require.NoError(t, err)
+	require.Equal(t, counts{InFlight: 3}, countsOf(lim))
+
+	require.NoError(t, conn.Close())
+	require.Eventually(t, func() bool { return countsOf(lim) == counts{Ignored: 3} }, 10*time.Second, time.Millisecond,
+		"the streams' permits outlive their ClientConn: %+v", countsOf(lim))
+
+	again := testgrpc.NewTestServiceClient(dial(t, &service{}, nil, interceptors...))
+	for range 3 {
+		_, err := again.UnaryCall(ctx, &testgrpc.SimpleRequest{})
+		require.NoError(t, err)
+	}
+	require.Equal(t, counts{Ignored: 3, Succeeded: 3}, countsOf(lim))
+}
+
+func TestNilOptionPanics(t *testing.T) {
+	lim := fixedLimiter(t, 1)
+	for name, f := range map[string]func(){
+		"UnaryServerInterceptor":  func() { adaptivegrpc.UnaryServerInterceptor(lim, adaptivegrpc.WithWait(), nil) },
+		"StreamServerInterceptor": func() { adaptivegrpc.StreamServerInterceptor(lim, nil) },
+		"UnaryClientInterceptor":  func() { adaptivegrpc.UnaryClientInterceptor(lim, nil) },
+		"StreamClientInterceptor": func() { adaptivegrpc.StreamClientInterceptor(lim, nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.PanicsWithValue(t, "adaptivegrpc: nil Option", f)
+		})
+	}
+}
+
+// TestStreamClientContextEndsAStreamWhoseOptionsWereDropped puts an
+// interceptor inside this package's that opens the stream without the call
+// options, so that grpc-go never tells this package's interceptor that the
+// stream finished: a caller that cancels the stream and never reads it
+// again still gets its slot back, from the context.
+func TestStreamClientContextEndsAStreamWhoseOptionsWereDropped(t *testing.T) {
+	lim := fixedLimiter(t, 1)
+	dropOptions := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, _ ...grpc.CallOption) (grpc.ClientStream, error) {
+		return streamer(ctx, desc, cc, method)
+	}
+	client := serve(t, &service{}, nil,
+		grpc.WithChainStreamInterceptor(adaptivegrpc.StreamClientInterceptor(lim), dropOptions))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := client.FullDuplexCall(ctx)
+	require.NoError(t, err)
+	require.Equal(t, counts{InFlight: 1}, countsOf(lim))
+	cancel()
+	require.Eventually(t, func() bool { return countsOf(lim) == counts{Ignored: 1} }, 10*time.Second, time.Millisecond)
+}

@@ -14,6 +14,12 @@
 // wait for a slot instead, until the RPC's context is done. The permit ends
 // when the handler returns.
 //
+// A shed RPC carries a retry hint, as adaptive.Handler's 503 carries
+// Retry-After: the trailer grpc-retry-pushback-ms (gRFC A6), a second by
+// default, which WithRetryPushback changes. A grpc-go client whose service
+// config retries ResourceExhausted waits that long before its next attempt,
+// in place of its own backoff, and a negative hint stops it retrying.
+//
 // # Client
 //
 // UnaryClientInterceptor and StreamClientInterceptor limit the RPCs a
@@ -22,9 +28,11 @@
 // the network, with an error whose code is codes.ResourceExhausted and
 // which errors.Is reports as adaptive.ErrLimited; WithWait makes it wait
 // instead. A unary call's permit ends when the call returns; a stream's
-// when the stream ends (RecvMsg returns io.EOF or an error, SendMsg or
-// Header return an error other than io.EOF, or the call's context is done,
-// whichever comes first).
+// when the stream ends, in any of the ways grpc-go documents (RecvMsg
+// returns io.EOF or an error, SendMsg or Header return an error other than
+// io.EOF, the call's context is done, or the ClientConn is closed),
+// whichever comes first. The interceptor learns of the last through
+// grpc.OnFinish, which grpc-go marks experimental.
 //
 // # Streams
 //
@@ -74,6 +82,11 @@
 // the place of ResourceExhausted and Unavailable, and the 5xx statuses in
 // the place of the server errors.
 //
-// A handler that panics ends its permit Ignored before the panic goes on,
-// so that a recovery interceptor outside this one does not leak the slot.
+// A handler, an invoker, a streamer or a Classifier that panics ends its
+// permit Ignored before the panic goes on, so that a recovery interceptor
+// outside this one does not leak the slot.
+//
+// It is a run-time error to pass an interceptor a nil Limiter or Option,
+// or WithClassifier a nil Classifier; the panic message begins
+// "adaptivegrpc: ".
 package adaptivegrpc

@@ -32,7 +32,7 @@ func startHealthServer(opts ...grpc.ServerOption) (addr string, stop func()) {
 // An adaptive limit for a gRPC server: the RPCs it cannot take fail at
 // once with ResourceExhausted, and every RPC's outcome moves the limit.
 func Example() {
-	lim, err := adaptive.New(&adaptive.Gradient2{}, adaptive.WithLimits(1, 500, 20))
+	lim, err := adaptive.New(&adaptive.Gradient2{}, adaptive.WithLimits(20, 1, 500))
 	if err != nil {
 		panic(err)
 	}
@@ -63,7 +63,7 @@ func Example() {
 func ExampleUnaryClientInterceptor() {
 	addr, stop := startHealthServer()
 	defer stop()
-	lim, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(1, 100, 1))
+	lim, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(1, 1, 100))
 	if err != nil {
 		panic(err)
 	}

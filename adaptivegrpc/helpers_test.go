@@ -132,6 +132,12 @@ func asking(c codes.Code) *testgrpc.EchoStatus {
 // when the test ends.
 func serve(t testing.TB, svc testgrpc.TestServiceServer, srvOpts []grpc.ServerOption, dialOpts ...grpc.DialOption) testgrpc.TestServiceClient {
 	t.Helper()
+	return testgrpc.NewTestServiceClient(dial(t, svc, srvOpts, dialOpts...))
+}
+
+// dial is serve, returning the client's connection.
+func dial(t testing.TB, svc testgrpc.TestServiceServer, srvOpts []grpc.ServerOption, dialOpts ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := grpc.NewServer(srvOpts...)
@@ -148,7 +154,7 @@ func serve(t testing.TB, svc testgrpc.TestServiceServer, srvOpts []grpc.ServerOp
 		srv.Stop()
 		<-served
 	})
-	return testgrpc.NewTestServiceClient(conn)
+	return conn
 }
 
 // limitedServer serves svc with both of this package's server interceptors

@@ -3,8 +3,11 @@ package adaptivegrpc
 import (
 	"context"
 	"errors"
+	"strconv"
+	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/atomicsem/atomicsem/adaptive"
@@ -18,7 +21,43 @@ type config struct {
 	lim      *adaptive.Limiter
 	classify Classifier
 	wait     bool
+	pushback metadata.MD // the trailer of a shed RPC, for the server interceptors
 }
+
+// DefaultRetryPushback is the retry hint a server interceptor sends with an
+// RPC it sheds, as adaptive.Handler's Retry-After does: a second.
+const DefaultRetryPushback = time.Second
+
+// pushbackKey is the trailer in which a server tells a gRPC client how long
+// to wait before it retries (gRFC A6, client retries); grpc-go's retry
+// reads it, in place of its own backoff, from a response that is only
+// trailers, as a shed RPC's is.
+const pushbackKey = "grpc-retry-pushback-ms"
+
+// WithRetryPushback makes the server interceptors tell a client whose RPC
+// they shed to wait d before it retries, in place of DefaultRetryPushback:
+// the trailer grpc-retry-pushback-ms carries d in milliseconds, rounded up.
+// A negative d sends -1, which tells a grpc-go client not to retry at all.
+// The hint reaches a client that retries by a service config's retry
+// policy for ResourceExhausted; the client interceptors, which shed before
+// the network, ignore it.
+func WithRetryPushback(d time.Duration) Option {
+	md := pushbackTrailer(d)
+	return func(c *config) { c.pushback = md }
+}
+
+// pushbackTrailer returns the trailer that asks a client to wait d.
+func pushbackTrailer(d time.Duration) metadata.MD {
+	ms := int64(-1)
+	if d >= 0 {
+		ms = int64((d + time.Millisecond - 1) / time.Millisecond)
+	}
+	return metadata.Pairs(pushbackKey, strconv.FormatInt(ms, 10))
+}
+
+// defaultPushback is the trailer of DefaultRetryPushback, built once; grpc
+// copies a trailer into the stream's, so one map serves every RPC.
+var defaultPushback = pushbackTrailer(DefaultRetryPushback)
 
 // WithClassifier makes the interceptor end each permit with classify's
 // verdict instead of Classify's. It is a run-time error to pass nil.
@@ -38,14 +77,17 @@ func WithWait() Option {
 	return func(c *config) { c.wait = true }
 }
 
-// newConfig applies opts; it panics on a nil Limiter, a caller's bug that
-// would otherwise surface only at the first RPC.
+// newConfig applies opts; it panics on a nil Limiter or Option, a caller's
+// bug that would otherwise surface only at the first RPC.
 func newConfig(lim *adaptive.Limiter, opts []Option) *config {
 	if lim == nil {
 		panic("adaptivegrpc: nil Limiter")
 	}
-	c := &config{lim: lim, classify: Classify}
+	c := &config{lim: lim, classify: Classify, pushback: defaultPushback}
 	for _, opt := range opts {
+		if opt == nil {
+			panic("adaptivegrpc: nil Option")
+		}
 		opt(c)
 	}
 	return c

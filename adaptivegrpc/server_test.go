@@ -156,17 +156,12 @@ func TestUnaryServerWithWaitFailsUnavailableOnClose(t *testing.T) {
 	<-returned
 }
 
-// TestServerDeadlineIsDropped: a handler that fails at the RPC's
-// deadline, whatever it wraps the context's error in, teaches the limiter
-// that the server is too slow. Over the wire the server usually sees its
-// client's deadline as a cancellation shortly before its own copy of the
-// deadline (the rows of TestClassifyFollowsTheDocumentedTable at
-// DeadlineSlack check that case); how shortly depends on how late the
-// server read the request's headers, so this handler, like one busy with
-// its work, returns only once its own deadline has passed too.
 // TestServerDeadlineIsDropped: an RPC whose deadline passes on the server
 // ends Inconclusive, which past the latency bound (5 ms) counts as
-// Dropped.
+// Dropped, whatever the handler wraps the context's error in. Over the
+// wire the server usually sees its client's deadline as a cancellation
+// shortly before its own copy of the deadline; this handler, like one busy
+// with its work, returns only once its own deadline has passed too.
 func TestServerDeadlineIsDropped(t *testing.T) {
 	lim := boundedLimiter(t, 2, 5*time.Millisecond)
 	client, returned := limitedServer(t, lim, &service{unary: func(ctx context.Context, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
@@ -417,7 +412,7 @@ func TestOutcomesMoveTheLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lim, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(1, 100, 20))
+			lim, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(20, 1, 100))
 			require.NoError(t, err)
 			defer lim.Close()
 			var client testgrpc.TestServiceClient

@@ -20,7 +20,7 @@ func Example() {
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer provider.Shutdown(context.Background())
 
-	lim, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(1, 100, 20))
+	lim, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(20, 1, 100))
 	if err != nil {
 		panic(err)
 	}
@@ -45,13 +45,20 @@ func Example() {
 	}
 	for _, m := range rm.ScopeMetrics[0].Metrics {
 		switch data := m.Data.(type) {
-		case metricdata.Gauge[int64]:
-			fmt.Println(m.Name, data.DataPoints[0].Value)
 		case metricdata.Sum[int64]:
 			for _, p := range data.DataPoints {
-				if outcome, _ := p.Attributes.Value(adaptiveotel.OutcomeKey); outcome.AsString() == "dropped" {
+				outcome, ok := p.Attributes.Value(adaptiveotel.OutcomeKey)
+				switch {
+				case !ok:
+					fmt.Println(m.Name, p.Value)
+				case outcome.AsString() == "dropped":
 					fmt.Println(m.Name, outcome.AsString(), p.Value)
 				}
+			}
+		case metricdata.Histogram[float64]:
+			for _, p := range data.DataPoints {
+				outcome, _ := p.Attributes.Value(adaptiveotel.OutcomeKey)
+				fmt.Println(m.Name, outcome.AsString(), "count", p.Count)
 			}
 		}
 	}
@@ -59,5 +66,6 @@ func Example() {
 	// atomicsem.adaptive.limit 1
 	// atomicsem.adaptive.in_flight 0
 	// atomicsem.adaptive.waiting 0
+	// atomicsem.adaptive.request.duration dropped count 20
 	// atomicsem.adaptive.requests dropped 20
 }

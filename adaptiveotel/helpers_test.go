@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/atomicsem/atomicsem/adaptive"
+	"github.com/atomicsem/atomicsem/adaptiveotel"
 )
 
 // pinned is a Controller that moves the limit, at each sample, to the
@@ -32,7 +33,7 @@ func (c *pinned) Next(limit float64, _ adaptive.Sample) float64 {
 func newLimiter(t testing.TB, initial int64) (*adaptive.Limiter, *pinned) {
 	t.Helper()
 	ctrl := &pinned{}
-	lim, err := adaptive.New(ctrl, adaptive.WithLimits(1, 100, initial))
+	lim, err := adaptive.New(ctrl, adaptive.WithLimits(initial, 1, 100))
 	require.NoError(t, err)
 	t.Cleanup(lim.Close)
 	return lim, ctrl
@@ -46,14 +47,16 @@ func newMeter(t testing.TB) (*sdkmetric.MeterProvider, *sdkmetric.ManualReader) 
 	return provider, reader
 }
 
-// collect reads every data point, keyed "name{k=v,...}".
+// collect reads every data point, keyed "name{k=v,...}", with the attribute
+// keys shortened as short does; a histogram's point gives two, its count
+// ("name{...} count") and its sum ("name{...} sum").
 func collect(t testing.TB, reader *sdkmetric.ManualReader) map[string]float64 {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))
 	points := map[string]float64{}
 	key := func(name string, set attribute.Set) string {
-		return name + "{" + set.Encoded(attribute.DefaultEncoder()) + "}"
+		return name + "{" + short(set.Encoded(attribute.DefaultEncoder())) + "}"
 	}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
@@ -67,10 +70,16 @@ func collect(t testing.TB, reader *sdkmetric.ManualReader) map[string]float64 {
 					points[key(m.Name, p.Attributes)] = p.Value
 				}
 			case metricdata.Sum[int64]:
-				require.True(t, data.IsMonotonic, "%s is a counter", m.Name)
+				require.Equal(t, m.Name == adaptiveotel.RequestsName, data.IsMonotonic,
+					"%s: only requests is a counter, the others up-down counters", m.Name)
 				require.Equal(t, metricdata.CumulativeTemporality, data.Temporality)
 				for _, p := range data.DataPoints {
 					points[key(m.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range data.DataPoints {
+					points[key(m.Name, p.Attributes)+" count"] = float64(p.Count)
+					points[key(m.Name, p.Attributes)+" sum"] = p.Sum
 				}
 			default:
 				t.Fatalf("%s: unexpected data %T", m.Name, m.Data)
@@ -78,6 +87,13 @@ func collect(t testing.TB, reader *sdkmetric.ManualReader) map[string]float64 {
 		}
 	}
 	return points
+}
+
+// short drops the instruments' namespace from the attribute keys of an
+// encoded set, so that the tests' keys stay readable: limiter.name=api,
+// outcome=dropped.
+func short(encoded string) string {
+	return strings.ReplaceAll(encoded, "atomicsem.adaptive.", "")
 }
 
 // dump prints points sorted by key, one a line.

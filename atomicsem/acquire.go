@@ -41,7 +41,14 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (token.Token, error) {
 	var w *waiter
 	bubbled := false
 	if 0 < n && n <= MaxPermits && !isDone(ctx) {
-		if s.acquireFast(n) {
+		if c := s.cache; c != nil {
+			// The permit cache's fast path, written out here so that a
+			// stripe with the permits costs no call (see cache.go).
+			home := c.home()
+			if st := &c.stripes[home]; st.take(n) || s.acquireCachedSlow(st, n) {
+				return s.cachedTokenFor(n, home), nil
+			}
+		} else if s.acquireFast(n) {
 			return s.tokenFor(n), nil
 		}
 		bubbled = inBubble()
@@ -115,8 +122,17 @@ func (s *Semaphore) TryAcquire(n int64) (token.Token, bool) {
 	if s == nil {
 		panic(nilSemaphore("TryAcquire"))
 	}
-	if 0 < n && n <= MaxPermits && s.acquireFast(n) {
-		return s.tokenFor(n), true
+	if 0 < n && n <= MaxPermits {
+		if c := s.cache; c != nil {
+			home := c.home()
+			if c.stripes[home].take(n) {
+				return s.cachedTokenFor(n, home), true
+			}
+			return s.tryAcquireCached(n, home)
+		}
+		if s.acquireFast(n) {
+			return s.tokenFor(n), true
+		}
 	}
 	return s.tryAcquireSlow(n)
 }
@@ -199,6 +215,7 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64, bubbled bool) (*wa
 		return nil, nil
 	}
 	s.mu.Lock()
+	s.drainLocked() // no waiter parks beside cached permits
 	took, err := s.takeOrQueueLocked(n, nil)
 	if took || err != nil {
 		s.mu.Unlock()
@@ -272,6 +289,12 @@ func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error)
 		// its way to serve it.
 		if s.mayTakeLocked(old, n) || (w != nil && old.Available() >= n) {
 			if taken, ok := old.Acquire(n, state.ClosedBit); ok {
+				if w != nil {
+					// A woken waiter settles: with none left on its way,
+					// the word turns eligible again if a waiter fits.
+					eligible := s.fitsLocked(old) && (old.Starving() || !s.wakeOnItsWayLocked())
+					taken = taken.WithQueue(state.QueueOf(old.Queued(), eligible, old.Starving()))
+				}
 				hook.At(hook.BeforeCAS)
 				if s.cas(old, taken) {
 					return true, nil
@@ -283,8 +306,13 @@ func (s *Semaphore) takeOrQueueLocked(n int64, w *waiter) (took bool, err error)
 		// release and limit change from now on sees it and comes to serve
 		// the queue. A request above the limit does not make the queue
 		// eligible: no release can serve it, so arrivals need not queue
-		// behind it.
-		eligible := old.Eligible() || n <= old.Limit()
+		// behind it. Nor does one queued while a woken waiter is on its
+		// way (barging): that waiter serves the queue when it settles.
+		// (The word's own eligible state cannot say whether a queued
+		// waiter fits while one is on its way, nor just after the waiter
+		// that was on its way has settled: the index does.)
+		eligible := (s.fitsLocked(old) || n <= old.Limit()) &&
+			(old.Starving() || !s.wakeOnItsWayLocked())
 		queued := old.WithQueue(state.QueueOf(true, eligible, old.Starving()))
 		hook.At(hook.BeforeCAS)
 		if queued == old || s.cas(old, queued) {

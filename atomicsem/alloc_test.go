@@ -182,7 +182,7 @@ func TestInliningFactsTheCommentsRelyOn(t *testing.T) {
 		{"(*Semaphore).forgetFast", 0},
 		{"(*Token).Release", 1},
 		{"(*Token).Forget", 1},
-		{"(*Semaphore).Held", 47},
+		{"(*Semaphore).Held", 5},
 	} {
 		cost, ok := inlineCost(lib, fn.name)
 		require.True(t, ok, "%s is no longer inlinable (it had %d to spare)", fn.name, fn.margin)

@@ -1,6 +1,7 @@
 package atomicsem_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +21,9 @@ type polled struct{ *atomicsem.Semaphore }
 
 func (p polled) Parked() int { return p.Semaphore.Stats().Waiters }
 
-// TestConformance runs the conformance suite against both modes. Each mode
+// TestConformance runs the conformance suite against both modes, and both
+// modes with a permit cache shrunk to blocks of one permit (in bubbles
+// only: polling checks the suite, which the plain modes do). Each mode
 // runs twice: quiesced by synctest.Wait in bubbles, where the checks of
 // exact fake time run too, and quiesced by polling, as the suite quiesces a
 // semaphore that talks to a server, which checks the suite's own polling
@@ -49,11 +52,19 @@ func TestConformance(t *testing.T) {
 			[]semtest.Option{semtest.Barging(), semtest.StarvationBound(5 * time.Millisecond)}, false},
 		{"mode=barging/bound=1h", barging(time.Hour),
 			[]semtest.Option{semtest.Barging()}, false},
+		{"mode=fifo/cache=tiny", []atomicsem.Option{atomicsem.WithPermitCache()}, nil, false},
+		{"mode=barging/cache=tiny", []atomicsem.Option{atomicsem.WithBarging(), atomicsem.WithPermitCache()},
+			[]semtest.Option{semtest.Barging(), semtest.StarvationBound(atomicsem.DefaultStarvationBound)}, false},
 	}
 	for _, m := range modes {
 		newSem := func(poll bool) semtest.NewFunc {
 			return func(_ *testing.T, initial, max int64) (semtest.Semaphore, error) {
 				s, err := atomicsem.New(initial, max, m.opts...)
+				if err == nil && strings.Contains(m.name, "cache=tiny") {
+					// Blocks of one permit and no reserve: the suite's small
+					// semaphores go through the cache and turn it on and off.
+					atomicsem.TinyCache(s)
+				}
 				switch {
 				case err != nil:
 					return nil, err

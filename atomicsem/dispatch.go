@@ -36,6 +36,28 @@ import (
 // the queue state: a waiter is left that fits under the limit exactly when
 // the walk stopped at one.
 //
+// Barging mode wakes one round of waiters at a time, as sync.Mutex does
+// with its woken flag. While a woken waiter is on its way (queue.woken is
+// above zero) the walk wakes nobody more and the word shows queued rather
+// than eligible, so that releases return their permits with one CAS and
+// leave the lock alone. The waiter on its way takes any permits it finds
+// free; when it settles (takes them, queues again, withdraws or fails) it
+// serves the queue once more, which wakes the next round if permits are
+// free or makes the word eligible again, so that the next release wakes
+// one. Without the rule every release that met the eligible word took the
+// lock and woke another waiter, whichever were already on their way; with
+// arrivals on many cores taking the permits first, those waiters mostly
+// lost and parked again, and the lock and the wake-ups cost more per
+// permit than FIFO hand-off does.
+//
+// A barging release that finds the word eligible (waiters that fit, none on
+// its way) returns its permits by CAS and then, under mu, wakes as many
+// front waiters as the permits free at its return could serve, even if an
+// arrival has taken them since (see wakeForLocked): a wake decided on what
+// is free when the lock is finally taken would, with arrivals quicker than
+// the lock, wake nobody, leave the word eligible and send every release to
+// the lock again.
+//
 // Barging mode turns to hand-off (starving) when the waiter that stops the
 // walk has waited longer than the starvation bound, and back to barging
 // when a waiter it grants had waited less than that: the ones that waited
@@ -49,6 +71,7 @@ import (
 type dispatchPlan struct {
 	served  int64 // waiters that leave the queue, granted or woken
 	granted int64 // permits handed to them outright (hand-off)
+	woken   int64 // waiters woken to compete for permits (barging)
 	stopped bool  // the walk stopped at a waiter that fits under the limit
 	fresh   bool  // a granted waiter had waited less than the starvation bound
 	starved bool  // the waiter that stopped the walk waited past the bound
@@ -76,7 +99,7 @@ func (s *Semaphore) serveLocked(change transition, arg int64) (raised int64, ok 
 		if !ok {
 			return 0, false
 		}
-		if s.commitLocked(old, base) {
+		if s.commitLocked(old, base, 0) {
 			return base.Limit() - old.Limit(), true
 		}
 	}
@@ -93,20 +116,34 @@ func (s *Semaphore) releaseLocked(n int64) bool {
 		if !ok {
 			return false
 		}
-		if s.commitLocked(old, base) {
+		if s.commitLocked(old, base, 0) {
 			return true
 		}
 	}
 }
 
+// wakeForLocked is the dispatch of a barging release that found the word
+// eligible and has returned its permits by CAS, leaving freed permits free:
+// it wakes as many front waiters as freed permits could serve, or as are
+// free now if that is more. It requires that s.mu is held.
+func (s *Semaphore) wakeForLocked(freed int64) {
+	for {
+		old := s.load()
+		if s.commitLocked(old, old, freed) {
+			return
+		}
+	}
+}
+
 // commitLocked serves the queue as base allows, base being old, a word
-// loaded under mu, with an operation's change applied; then it installs
-// the outcome in place of old and wakes the waiters served. It reports
-// false, having changed nothing, if the word moved since old was loaded.
-// It requires that s.mu is held.
-func (s *Semaphore) commitLocked(old, base state.Word) bool {
+// loaded under mu, with an operation's change applied, and a barging wake
+// counting at least freed permits free (0 for none: see wakeForLocked);
+// then it installs the outcome in place of old and wakes the waiters
+// served. It reports false, having changed nothing, if the word moved since
+// old was loaded. It requires that s.mu is held.
+func (s *Semaphore) commitLocked(old, base state.Word, freed int64) bool {
 	var plan dispatchPlan
-	s.walkLocked(base, false, &plan)
+	s.walkLocked(base, freed, false, &plan)
 	next := s.wordForLocked(base, &plan)
 	if plan.served == 0 && next == old {
 		return true // nothing to do
@@ -121,7 +158,7 @@ func (s *Semaphore) commitLocked(old, base state.Word) bool {
 		return false // the word moved: decide again
 	}
 	s.queue.len -= plan.served
-	s.walkLocked(base, true, &plan)
+	s.walkLocked(base, freed, true, &plan)
 	if plan.idle {
 		s.wakeIdleLocked()
 	}
@@ -140,14 +177,15 @@ func (s *Semaphore) onlyLockWritesLocked(old state.Word) bool {
 	return !s.barging() && old.Eligible()
 }
 
-// walkLocked walks the queue as base allows and writes what it decided to
-// plan, which it expects zeroed. With wake set it also carries the
-// decision out: takes the served waiters off the queue and wakes them,
-// which must wait until the word says so. Given the same base and queue,
-// both walks decide the same. The plan is passed by pointer so that the
-// walk fills the caller's plan in place rather than copying one back. It
-// requires that s.mu is held.
-func (s *Semaphore) walkLocked(base state.Word, wake bool, plan *dispatchPlan) {
+// walkLocked walks the queue as base allows, a barging wake counting at
+// least freed permits free, and writes what it decided to plan, which it
+// expects zeroed. With wake set it also carries the decision out: takes the
+// served waiters off the queue and wakes them, which must wait until the
+// word says so. Given the same base, freed and queue, both walks decide the
+// same. The plan is passed by pointer so that the walk fills the caller's
+// plan in place rather than copying one back. It requires that s.mu is
+// held.
+func (s *Semaphore) walkLocked(base state.Word, freed int64, wake bool, plan *dispatchPlan) {
 	if base.Closed() {
 		return // Close has failed everyone queued
 	}
@@ -155,7 +193,16 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool, plan *dispatchPlan) {
 		return // every waiter asks for more than the limit
 	}
 	handOff := !s.barging() || base.Starving()
+	if !handOff && s.queue.woken > 0 {
+		// A waiter that fits is queued, and a woken one is on its way:
+		// it serves the queue when it settles.
+		plan.stopped = true
+		return
+	}
 	free := base.Available()
+	if !handOff {
+		free = max(free, freed)
+	}
 	for w := s.queue.head; w != nil; {
 		next, want := w.next, w.want()
 		switch {
@@ -172,6 +219,8 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool, plan *dispatchPlan) {
 		if handOff {
 			plan.granted += want
 			plan.fresh = plan.fresh || (!wake && s.barging() && !s.waitedTooLong(w))
+		} else {
+			plan.woken++
 		}
 		if wake {
 			s.queue.remove(w)
@@ -180,6 +229,7 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool, plan *dispatchPlan) {
 				w.setStatusLocked(granted)
 			} else {
 				w.setStatusLocked(woken)
+				s.queue.woken++
 			}
 			w.ready.Set() // from here on w belongs to its Acquire again
 		}
@@ -189,12 +239,16 @@ func (s *Semaphore) walkLocked(base state.Word, wake bool, plan *dispatchPlan) {
 
 // wordForLocked returns base with the plan's permits granted, its queue state
 // rebuilt and, if that leaves no permit held, the idle flag cleared (which
-// it records in the plan). It requires that s.mu is held.
+// it records in the plan). It requires that s.mu is held, and that the
+// plan's waiters are not yet woken.
 func (s *Semaphore) wordForLocked(base state.Word, plan *dispatchPlan) state.Word {
 	w := base.WithHeld(base.Held() + plan.granted)
 	queued := plan.served < s.queue.len
 	starving := (base.Starving() && !plan.fresh) || plan.starved
-	w = w.WithQueue(state.QueueOf(queued, plan.stopped, starving))
+	// In barging mode the word shows eligible only while no woken waiter
+	// is on its way (starving implies eligible, and hand-off wakes nobody).
+	eligible := plan.stopped && (starving || s.queue.woken+plan.woken == 0)
+	w = w.WithQueue(state.QueueOf(queued, eligible, starving))
 	if w.Idle() && w.Held() == 0 {
 		w = w.WithIdle(false)
 		plan.idle = true
@@ -209,6 +263,17 @@ func (s *Semaphore) waitedTooLong(w *waiter) bool {
 	return s.barging() && w.waitedFor() >= s.starvationBound
 }
 
+// fitsLocked reports whether a queued waiter fits under old's limit. It
+// requires that s.mu is held.
+func (s *Semaphore) fitsLocked(old state.Word) bool {
+	return s.queue.wants.smallest(&s.queue) <= old.Limit()
+}
+
+// wakeOnItsWayLocked reports whether, in barging mode, a woken waiter is on
+// its way, so that the word must not show eligible unless starving. It
+// requires that s.mu is held.
+func (s *Semaphore) wakeOnItsWayLocked() bool { return s.queue.woken > 0 }
+
 // markStarvingLocked turns the queue to starving if w, a woken waiter
 // requeued in barging mode, has waited longer than the starvation bound
 // (any waiter ahead of it arrived earlier and has waited longer still).
@@ -221,7 +286,7 @@ func (s *Semaphore) markStarvingLocked(w *waiter) {
 	}
 	for {
 		old := s.load()
-		if old.Starving() || !old.Eligible() {
+		if old.Starving() || !s.fitsLocked(old) {
 			return
 		}
 		hook.At(hook.BeforeCAS)

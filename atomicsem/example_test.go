@@ -285,3 +285,40 @@ func ExampleMustNew() {
 	// Output:
 	// 4
 }
+
+// A gate on every request of a server with many cores: a limit in the
+// thousands, with free permits cached per core, so that requests on
+// different cores do not contend for one word. Lowering the limit, Close
+// and WaitIdle see every permit, cached or not.
+func ExampleWithPermitCache() {
+	gate := atomicsem.MustNew(10_000, 10_000, atomicsem.WithPermitCache())
+
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 1000 {
+				tok, ok := gate.TryAcquire(1)
+				if !ok {
+					continue // shed the request
+				}
+				tok.Release()
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Printf("%+v\n", gate.Stats())
+
+	var held [3]token.Token
+	for i := range held {
+		held[i], _ = gate.TryAcquire(1)
+	}
+	_ = gate.SetLimit(2) // below what is held: new requests wait
+	_, ok := gate.TryAcquire(1)
+	fmt.Printf("%+v %v\n", gate.Stats(), ok)
+	for i := range held {
+		held[i].Release()
+	}
+	// Output:
+	// {Available:10000 Held:0 Limit:10000 Max:10000 Waiters:0 Closed:false}
+	// {Available:-1 Held:3 Limit:2 Max:10000 Waiters:0 Closed:false} false
+}

@@ -220,3 +220,102 @@ func TestBargingWokenWaiterTakesFreePermitsDuringHandOff(t *testing.T) {
 		})
 	}
 }
+
+// TestBargingReleasesBesideAWokenWaiterTakeNoLock is the plain-build
+// companion of TestScenarioBargingReleasesLeaveTheLockAloneWhileAWakeIsOnItsWay
+// (scenario_hooks_test.go), and the check that on two cores stands for the
+// barging collapse on many: a release that meets parked waiters while a
+// woken one is still on its way must not take the queue lock. Each round
+// wakes the front of two waiters and holds the queue lock before that
+// waiter can settle (it settles under the lock, so it stays on its way
+// until the lock is free); then arrivals take and return the permit,
+// which they must do without the lock. Rounds in which the woken waiter
+// settled before the test held the lock are tried again. It runs outside
+// a synctest bubble, in which a goroutine blocked on a sync.Mutex would
+// stall synctest.Wait.
+func TestBargingReleasesBesideAWokenWaiterTakeNoLock(t *testing.T) {
+	s := mustNew(t, 1, 1, atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour))
+	for round := 1; ; round++ {
+		held := mustTake(t, s, 1)
+		front := goAcquire(t.Context(), s, 1)
+		awaitWaiters(s, 1)
+		behind := goAcquire(t.Context(), s, 1)
+		awaitWaiters(s, 2)
+		held.Release() // wakes front
+		unlock := atomicsem.LockQueue(s)
+		if atomicsem.WordStats(s).Held != 0 {
+			// front settled first and holds the permit: not this round.
+			unlock()
+			releaseAsServed(t, front, behind)
+			require.Less(t, round, 1000, "the woken waiter always settled before the test held the lock")
+			continue
+		}
+		done := make(chan bool, 1)
+		go func() {
+			took := 0
+			for range 100 {
+				if tok, ok := s.TryAcquire(1); ok {
+					took++
+					tok.Release()
+				}
+			}
+			done <- took == 100
+		}()
+		var allTaken, finished bool
+		select {
+		case allTaken = <-done:
+			finished = true
+		case <-time.After(10 * time.Second):
+		}
+		unlock()
+		if !finished {
+			allTaken = <-done
+		}
+		releaseAsServed(t, front, behind)
+		require.True(t, finished, "a release beside a woken waiter on its way waited for the queue lock (round %d)", round)
+		require.True(t, allTaken, "an arrival failed to barge while the woken waiter was on its way")
+		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+		requireQueueFlags(t, s)
+		t.Logf("round %d", round)
+		return
+	}
+}
+
+// releaseAsServed waits for each of the pending acquires to be served, in
+// whatever order barging serves them, and releases each as it returns.
+func releaseAsServed(t *testing.T, pending ...*pendingAcquire) {
+	t.Helper()
+	for len(pending) > 0 {
+		i := firstReturned(t, pending)
+		require.NoError(t, pending[i].err)
+		pending[i].tok.Release()
+		pending = append(pending[:i], pending[i+1:]...)
+	}
+}
+
+// TestBargingSettledWaiterWakesTheNextForPermitsLeftFree is the plain-build
+// companion of the scenario of that name (scenario_hooks_test.go): both
+// holders release one after the other, the second, as a rule, while the
+// first waiter it woke is still on its way, so that the second waiter is
+// left for the first to wake when it settles. A settle that does not
+// serve the queue leaves the second parked beside a free permit, with
+// every goroutine of the bubble blocked: synctest reports the deadlock.
+func TestBargingSettledWaiterWakesTheNextForPermitsLeftFree(t *testing.T) {
+	for range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			s := mustNew(t, 2, 2, atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour))
+			h1, h2 := mustTake(t, s, 1), mustTake(t, s, 1)
+			first := park(t, s, t.Context(), 1)
+			second := park(t, s, t.Context(), 1)
+			h1.Release() // wakes first
+			h2.Release() // usually while first is on its way: wakes nobody
+			<-first.done
+			<-second.done
+			requireGranted(t, first, 1)
+			requireGranted(t, second, 1)
+			first.tok.Release()
+			second.tok.Release()
+			require.Equal(t, atomicsem.Stats{Available: 2, Limit: 2, Max: 2}, s.Stats())
+		})
+	}
+}

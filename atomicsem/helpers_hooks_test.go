@@ -7,14 +7,19 @@ package atomicsem_test
 // (race_test.go).
 
 import (
+	"bytes"
+	"context"
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/require"
 	"sync/atomic"
 
+	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/internal/hook"
 	"github.com/atomicsem/atomicsem/token"
 )
@@ -38,11 +43,12 @@ func init() {
 // durably blocked.
 type stopper struct {
 	stopped chan stop
-	held    []chan struct{} // the stops waitStop returned and not yet resumed, oldest first
+	held    []stop // the stops waitStop returned and not yet resumed, oldest first
 }
 
 type stop struct {
 	site   hook.Site
+	goid   uint64 // the stopped goroutine (see goid)
 	resume chan struct{}
 }
 
@@ -54,7 +60,7 @@ func installStopper(t *testing.T, stopAt func(hook.Site) bool) *stopper {
 	restore := hook.Set(func(site hook.Site) {
 		if stopAt(site) {
 			resume := make(chan struct{})
-			st.stopped <- stop{site, resume}
+			st.stopped <- stop{site, goid(), resume}
 			<-resume
 		}
 	})
@@ -65,7 +71,7 @@ func installStopper(t *testing.T, stopAt func(hook.Site) bool) *stopper {
 // waitStop returns once a goroutine is stopped, at the site it names.
 func (st *stopper) waitStop() hook.Site {
 	s := <-st.stopped
-	st.held = append(st.held, s.resume)
+	st.held = append(st.held, s)
 	return s.site
 }
 
@@ -74,7 +80,7 @@ func (st *stopper) waitStop() hook.Site {
 func (st *stopper) waitStopUnless(done <-chan struct{}) (hook.Site, bool) {
 	select {
 	case s := <-st.stopped:
-		st.held = append(st.held, s.resume)
+		st.held = append(st.held, s)
 		return s.site, true
 	case <-done:
 		return 0, false
@@ -87,8 +93,63 @@ func (st *stopper) resume() { st.resumeAt(0) }
 // resumeAt lets the i-th of the stopped goroutines go on, counting from the
 // one stopped longest.
 func (st *stopper) resumeAt(i int) {
-	close(st.held[i])
+	close(st.held[i].resume)
 	st.held = slices.Delete(st.held, i, i+1)
+}
+
+// resumeWaiter lets the stopped goroutine of p go on; it fails the test if
+// that goroutine is not stopped.
+func (st *stopper) resumeWaiter(t *testing.T, p *notedAcquire) {
+	t.Helper()
+	for i, s := range st.held {
+		if s.goid == p.goid {
+			st.resumeAt(i)
+			return
+		}
+	}
+	t.Fatalf("goroutine %d is not stopped", p.goid)
+}
+
+// notedAcquire is a pendingAcquire whose goroutine's id is known.
+type notedAcquire struct {
+	*pendingAcquire
+	goid uint64
+}
+
+// parkNoted is park for a waiter that the test must tell apart from
+// others stopped at a hook site (see resumeWaiter): its Acquire runs in a
+// goroutine whose id it notes.
+func parkNoted(t *testing.T, s *atomicsem.Semaphore, ctx context.Context, n int64) *notedAcquire {
+	t.Helper()
+	before := s.Stats().Waiters
+	p := &notedAcquire{pendingAcquire: &pendingAcquire{done: make(chan struct{})}}
+	noted := make(chan struct{})
+	go func() {
+		defer close(p.done)
+		p.goid = goid()
+		close(noted)
+		p.tok, p.err = s.Acquire(ctx, n)
+	}()
+	<-noted
+	synctest.Wait()
+	require.False(t, p.returned(), "Acquire(%d) should have parked", n)
+	require.Equal(t, before+1, s.Stats().Waiters, "Acquire(%d) should be queued", n)
+	return p
+}
+
+// goid returns the calling goroutine's id, read from the first line of its
+// stack trace ("goroutine 42 [running]:"): a stopper notes it, so that a
+// test can tell apart goroutines stopped at the same site.
+func goid() uint64 {
+	var buf [64]byte
+	line := buf[:runtime.Stack(buf[:], false)]
+	line = bytes.TrimPrefix(line, []byte("goroutine "))
+	id, _, _ := bytes.Cut(line, []byte(" "))
+	n, err := strconv.ParseUint(string(id), 10, 64)
+	if err != nil {
+		panic("goid: cannot read the goroutine's id from " + string(buf[:]))
+	}
+	return n
 }
 
 // stopAtDispatchCAS installs a stopper that stops the first n word changes
@@ -154,16 +215,4 @@ func goRelease(tok *token.Token) <-chan struct{} {
 		tok.Release()
 	}()
 	return released
-}
-
-// requireReturned checks exactly which of ps have returned, by index.
-func requireReturned(t *testing.T, ps []*pendingAcquire, want ...int) {
-	t.Helper()
-	var got []int
-	for i, p := range ps {
-		if p.returned() {
-			got = append(got, i)
-		}
-	}
-	require.Equal(t, want, got, "indexes of the waiters that have returned")
 }

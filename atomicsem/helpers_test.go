@@ -192,6 +192,18 @@ func park(t *testing.T, s *atomicsem.Semaphore, ctx context.Context, n int64) *p
 	return p
 }
 
+// requireReturned checks exactly which of ps have returned, by index.
+func requireReturned(t *testing.T, ps []*pendingAcquire, want ...int) {
+	t.Helper()
+	var got []int
+	for i, p := range ps {
+		if p.returned() {
+			got = append(got, i)
+		}
+	}
+	require.Equal(t, want, got, "indexes of the waiters that have returned")
+}
+
 // requireGranted checks that p returned a token for n permits; msgAndArgs
 // say why it should have, for the failure report.
 func requireGranted(t *testing.T, p *pendingAcquire, n int64, msgAndArgs ...any) {

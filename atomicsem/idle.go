@@ -47,10 +47,23 @@ func (s *Semaphore) WaitIdle(ctx context.Context) error {
 	if s.load().Held() == 0 {
 		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	if s.cache == nil {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
 	s.mu.Lock()
+	if s.cache != nil {
+		// The word counts cached permits as held: they go back to it,
+		// and the stripes stay off while WaitIdle waits, before anything
+		// is decided, so that an idle semaphore answers nil whatever ctx
+		// says.
+		s.drainLocked()
+		if err := ctx.Err(); err != nil && s.load().Held() != 0 {
+			s.mu.Unlock()
+			return err
+		}
+	}
 	for {
 		old := s.load()
 		if old.Held() == 0 {

@@ -11,6 +11,7 @@ type Option func(*config)
 
 type config struct {
 	barging         bool
+	cache           bool
 	starvationBound time.Duration
 }
 

@@ -14,6 +14,11 @@ type waitQueue struct {
 	// lastArrival is the latest arrival stamped (barging mode only),
 	// math.MinInt64 before the first.
 	lastArrival int64
+	// woken counts the waiters woken to compete for permits (barging mode)
+	// that have not yet settled: taken their permits, queued again,
+	// withdrawn or failed. While it is above zero the word does not show
+	// eligible, so releases wake nobody more (see dispatch.go).
+	woken int64
 }
 
 // enqueueLocked queues w at the back, or, for a woken waiter going back to

@@ -14,7 +14,9 @@ import (
 // releaseFast, one CAS while no queued waiter fits under the limit, or
 // releaseSlow, which serves the queue with them: in FIFO mode handOff
 // grants them to the front waiters under mu, in barging mode they are
-// returned first and the front waiters woken to compete for them.
+// returned first and the front waiters woken to compete for them (unless
+// a woken waiter is already on its way, when the word does not show
+// eligible and releaseFast returns them alone).
 
 func (s *Semaphore) tokenFor(n int64) token.Token { return token.New((*owner)(s), n, 0) }
 
@@ -138,14 +140,33 @@ func (s *Semaphore) releaseSlow(n int64, rec *waiter) {
 			s.handOff(n, rec)
 			return
 		}
-		// Barging: return the permits without the lock, then wake the
-		// front waiters to compete for them.
+		// Barging: return the permits without the lock. If the word
+		// showed eligible, no woken waiter is on its way, and this
+		// release wakes the front waiters to compete for the permits.
 		hook.At(hook.BeforeCAS)
 		if s.cas(old, released) {
-			s.handOff(0, rec)
+			if old.Eligible() {
+				s.wakeFor(released.Available(), rec)
+			} else {
+				s.recycle(rec)
+			}
 			return
 		}
 	}
+}
+
+// wakeFor takes mu and wakes as many front waiters as freed permits, the
+// permits a barging release left free, could serve (see wakeForLocked). It
+// also puts rec, the record of a granted waiter whose permits came back,
+// on the free list; rec may be nil.
+func (s *Semaphore) wakeFor(freed int64, rec *waiter) {
+	hook.At(hook.BeforeDispatch)
+	s.mu.Lock()
+	if rec != nil {
+		s.free.putLocked(rec)
+	}
+	s.wakeForLocked(freed)
+	s.mu.Unlock()
 }
 
 // handOff takes mu, returns n held permits and serves the queue with

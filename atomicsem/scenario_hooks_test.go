@@ -236,37 +236,38 @@ func TestScenarioBargingLosersRequeueInArrivalOrder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := mustNew(t, 2, 2, atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour))
-				h1, h2 := mustTake(t, s, 1), mustTake(t, s, 1)
-				older := park(t, s, t.Context(), 1)
-				younger := park(t, s, t.Context(), 1)
-				waiters := []*pendingAcquire{older, younger}
+				both := mustTake(t, s, 2)
+				older := parkNoted(t, s, t.Context(), 1)
+				younger := parkNoted(t, s, t.Context(), 1)
+				waiters := []*pendingAcquire{older.pendingAcquire, younger.pendingAcquire}
 
-				// Wake them one release at a time, so that they stop in
-				// arrival order: each release wakes the front waiter.
+				// One release of two permits wakes both (successive
+				// releases wake nobody while a woken waiter is on its
+				// way), and each stops as it wakes.
 				st, stopNoMore := stopWakeUps(t)
-				h1.Release()
+				both.Release()
 				require.Equal(t, hook.AfterWake, st.waitStop())
-				h2.Release()
 				require.Equal(t, hook.AfterWake, st.waitStop())
 
 				// An arrival takes both permits; both woken waiters lose.
 				b1, b2 := mustTake(t, s, 1), mustTake(t, s, 1)
 				stopNoMore()
-				st.resumeAt(tt.settleFirst)
+				st.resumeWaiter(t, []*notedAcquire{older, younger}[tt.settleFirst])
 				synctest.Wait()
 				st.resume()
 				synctest.Wait()
 				requireReturned(t, waiters)
 				require.Equal(t, atomicsem.Stats{Available: 0, Held: 2, Limit: 2, Max: 2, Waiters: 2}, s.Stats())
+				requireQueueFlags(t, s)
 
 				b1.Release()
 				synctest.Wait()
 				requireReturned(t, waiters, 0)
-				requireGranted(t, older, 1)
+				requireGranted(t, older.pendingAcquire, 1)
 				older.tok.Release()
 				b2.Release()
 				synctest.Wait()
-				requireGranted(t, younger, 1)
+				requireGranted(t, younger.pendingAcquire, 1)
 				younger.tok.Release()
 				require.Equal(t, atomicsem.Stats{Available: 2, Held: 0, Limit: 2, Max: 2}, s.Stats())
 			})
@@ -580,5 +581,146 @@ func TestScenarioArrivalLooksAgainUnderTheLockBeforeQueueing(t *testing.T) {
 		requireGranted(t, arrival, 1)
 		arrival.tok.Release()
 		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+	})
+}
+
+// Bug shape (barging slower than FIFO on many cores): a release that meets
+// parked waiters takes the queue lock and wakes one, even while a waiter it
+// or another release woke has not yet run. With arrivals on many cores
+// taking the permits first, each release then pays for the lock and a
+// wake-up, and the waiters it wakes mostly lose and park again. While a
+// woken waiter is on its way, releases must return their permits without
+// the lock and wake nobody; the waiter, once it settles, hands the wake on.
+func TestScenarioBargingReleasesLeaveTheLockAloneWhileAWakeIsOnItsWay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 1, 1, atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour))
+		held := mustTake(t, s, 1)
+		waiters := []*pendingAcquire{
+			park(t, s, t.Context(), 1), park(t, s, t.Context(), 1), park(t, s, t.Context(), 1),
+		}
+		var wakes, dispatches atomic.Int32
+		st := installStopper(t, func(site hook.Site) bool {
+			switch site {
+			case hook.AfterWake:
+				return wakes.Add(1) == 1 // the first waiter woken stops on its way
+			case hook.BeforeDispatch:
+				dispatches.Add(1)
+			}
+			return false
+		})
+		held.Release() // wakes the front waiter
+		require.Equal(t, hook.AfterWake, st.waitStop())
+
+		dispatches.Store(0)
+		took := 0
+		for range 100 {
+			if tok, ok := s.TryAcquire(1); ok {
+				took++
+				tok.Release()
+			}
+		}
+		synctest.Wait()
+		require.Equal(t, 100, took, "arrivals barge while the woken waiter is on its way")
+		require.Zero(t, dispatches.Load(), "releases went to the queue lock while a woken waiter was on its way")
+		require.EqualValues(t, 1, wakes.Load(), "releases woke more waiters while one was on its way")
+		require.Equal(t, "queued", atomicsem.QueueState(s), "a woken waiter is on its way: the word must not send releases to the lock")
+
+		st.resume() // the woken waiter takes the free permit and re-arms the wake
+		synctest.Wait()
+		requireReturned(t, waiters, 0)
+		requireGranted(t, waiters[0], 1)
+		require.Equal(t, "eligible", atomicsem.QueueState(s))
+		requireQueueFlags(t, s)
+		for i := 1; i < len(waiters); i++ {
+			waiters[i-1].tok.Release() // wakes the next waiter, which takes the permit
+			synctest.Wait()
+			requireGranted(t, waiters[i], 1)
+		}
+		waiters[len(waiters)-1].tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+		requireQueueFlags(t, s)
+	})
+}
+
+// Bug shape: a barging release returns its permit by CAS, and an arrival
+// takes it before the release has the queue lock. If the release then
+// wakes only as many waiters as are free by now, it wakes nobody and
+// leaves the word eligible, and with arrivals always quicker than the
+// lock every release pays for it and wakes nobody. The release must wake
+// the front waiter for the permit it returned; the waiter, finding it
+// gone, goes back to its place, and the next release wakes it again.
+func TestScenarioBargingReleaseWakesForThePermitAnArrivalTook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 1, 1, atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour))
+		held := mustTake(t, s, 1)
+		front := park(t, s, t.Context(), 1)
+		behind := park(t, s, t.Context(), 1)
+		waiters := []*pendingAcquire{front, behind}
+
+		var dispatches, wakes atomic.Int32
+		st := installStopper(t, func(site hook.Site) bool {
+			switch site {
+			case hook.BeforeDispatch:
+				return dispatches.Add(1) == 1 // the release, between its CAS and the lock
+			case hook.AfterWake:
+				wakes.Add(1)
+			}
+			return false
+		})
+		released := goRelease(held)
+		require.Equal(t, hook.BeforeDispatch, st.waitStop())
+		arrival := mustTake(t, s, 1) // the permit is gone before the lock
+		st.resume()
+		<-released
+		synctest.Wait()
+		require.EqualValues(t, 1, wakes.Load(), "the release woke nobody for the permit it returned")
+		requireReturned(t, waiters) // the front waiter lost and queued again, first
+		require.Equal(t, "eligible", atomicsem.QueueState(s))
+		requireQueueFlags(t, s)
+
+		arrival.Release() // wakes the front waiter again, which now wins
+		synctest.Wait()
+		requireReturned(t, waiters, 0)
+		requireGranted(t, front, 1)
+		front.tok.Release()
+		synctest.Wait()
+		requireGranted(t, behind, 1)
+		behind.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 1, Limit: 1, Max: 1}, s.Stats())
+	})
+}
+
+// Bug shape: in barging mode releases wake nobody while a woken waiter is
+// on its way, so the permits they return meanwhile wait for that waiter.
+// If it settles without serving the queue, a waiter that fits in the
+// permits left free stays parked beside them until some later release,
+// which may never come. Here the second holder releases while the first
+// waiter is stopped on its way; once that waiter has taken one permit, it
+// must wake the second waiter for the other.
+func TestScenarioBargingSettledWaiterWakesTheNextForPermitsLeftFree(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustNew(t, 2, 2, atomicsem.WithBarging(), atomicsem.WithStarvationBound(time.Hour))
+		h1, h2 := mustTake(t, s, 1), mustTake(t, s, 1)
+		first := park(t, s, t.Context(), 1)
+		second := park(t, s, t.Context(), 1)
+
+		var wakes atomic.Int32
+		st := installStopper(t, func(site hook.Site) bool {
+			return site == hook.AfterWake && wakes.Add(1) == 1
+		})
+		h1.Release() // wakes first, which stops on its way
+		require.Equal(t, hook.AfterWake, st.waitStop())
+		h2.Release() // returns its permit without the lock and wakes nobody
+		synctest.Wait()
+		requireReturned(t, []*pendingAcquire{first, second})
+
+		st.resume()
+		synctest.Wait()
+		requireGranted(t, first, 1)
+		requireGranted(t, second, 1, "a permit was left free beside a parked waiter: %+v", s.Stats())
+		requireQueueFlags(t, s)
+		first.tok.Release()
+		second.tok.Release()
+		require.Equal(t, atomicsem.Stats{Available: 2, Limit: 2, Max: 2}, s.Stats())
 	})
 }

@@ -71,16 +71,27 @@ var (
 // soon as the limit admits it.
 //
 // With WithBarging, arrivals may take free permits even while waiters are
-// parked, and a release wakes as many front waiters as the free permits
-// could serve, to compete for them instead of being handed them. This saves
-// a context switch per permit under contention. An arrival that finds the
-// permits taken spins briefly before it queues, as sync.Mutex does, when
-// more than one CPU could be returning them. A woken waiter that loses
-// goes back to its place in arrival order. Once the waiter that a release
+// parked, and a release wakes as many front waiters as the permits it
+// frees could serve, to compete for them instead of being handed them.
+// This saves a context switch per permit under contention. While woken
+// waiters are on their way to the permits, releases wake nobody more and
+// take no lock; the waiters, once they have taken the permits or lost them,
+// wake the next round, as sync.Mutex wakes no second waiter while one it
+// woke is on its way. An arrival that finds the permits taken spins
+// briefly before it queues, as sync.Mutex does, when more than one CPU
+// could be returning them. A woken waiter that loses goes back to its
+// place in arrival order. Once the waiter that a release
 // would serve next has waited longer than the starvation bound, the
 // semaphore turns to FIFO hand-off; it turns back when it grants a waiter
 // that has waited less than the bound, or when no waiter that fits under the
 // limit is left.
+//
+// # Many cores
+//
+// Every acquire and release changes the one word, whose cache line then
+// moves to the core that made them. For a large limit checked on every
+// request of a server with many cores, WithPermitCache keeps free permits
+// in per-CPU caches instead, at the cost its documentation states.
 //
 // # Memory ordering
 //
@@ -118,6 +129,7 @@ type Semaphore struct {
 	block           state.Word
 	max             int64
 	starvationBound time.Duration
+	cache           *permitCache // nil unless made WithPermitCache
 }
 
 // barging reports whether s was made WithBarging. The mode is read from
@@ -150,6 +162,15 @@ func New(initial, max int64, opts ...Option) (*Semaphore, error) {
 	}
 	if cfg.barging {
 		s.block = state.BlockBarging
+	}
+	if cfg.cache {
+		s.cache = newPermitCache(max)
+		s.cache.on = initial >= s.cache.enableAt
+		if !s.cache.on {
+			for i := range s.cache.stripes {
+				s.cache.stripes[i].word.Store(stripeOff)
+			}
+		}
 	}
 	s.queue.lastArrival = math.MinInt64
 	s.word.Store(uint64(state.New(0, initial)))
@@ -248,6 +269,19 @@ func (s *Semaphore) SetLimit(limit int64) error {
 	if err := semcontract.CheckLimit(limit, s.max, ErrInvalidPermits, ErrExceedsMax); err != nil {
 		return err
 	}
+	if s.cache != nil {
+		// The cached permits go back to the word in the same hold of the
+		// lock as the move, so that none is left for acquirers beyond a
+		// lower limit.
+		s.mu.Lock()
+		s.drainLocked()
+		_, ok := s.serveLocked(state.Word.SetLimit, limit)
+		s.mu.Unlock()
+		if !ok {
+			return ErrClosed
+		}
+		return nil
+	}
 	if _, ok := s.changeLimit(state.Word.SetLimit, limit); !ok {
 		return ErrClosed // the only refusal left for a limit within [0, max]
 	}
@@ -266,6 +300,7 @@ func (s *Semaphore) Close() {
 	s.made()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.drainLocked()
 	for {
 		old := s.load()
 		shut, ok := old.Close()
@@ -292,15 +327,25 @@ type Stats = semcontract.Stats
 // Stats returns a snapshot of the semaphore, taken under the queue lock:
 // Available, Held, Limit and Closed come from one load of the state word,
 // so they are consistent with each other, and Waiters is the length of the
-// queue at that moment. It waits for the lock as a parking Acquire does,
-// briefly; it is meant for monitoring and tests, not for a hot path.
+// queue at that moment. For a semaphore made WithPermitCache, Held and
+// Available also count the permits in the caches as available, read one
+// cache after another after the word: exact at rest, and off by what moves
+// between caches and tokens meanwhile. It waits for the lock as a parking
+// Acquire does, briefly; it is meant for monitoring and tests, not for a
+// hot path.
 func (s *Semaphore) Stats() Stats {
 	if s == nil {
 		panic(nilSemaphore("Stats"))
 	}
 	s.made()
 	s.mu.Lock()
-	st := s.statsOf(s.load(), s.queue.len)
+	w := s.load()
+	if s.cache != nil {
+		// A refill may have filled a stripe read after the word that
+		// counts it: never below zero.
+		w = w.WithHeld(max(w.Held()-s.cached(), 0))
+	}
+	st := s.statsOf(w, s.queue.len)
 	s.mu.Unlock()
 	return st
 }
@@ -309,7 +354,10 @@ func (s *Semaphore) Stats() Stats {
 // state word, without the queue lock, so that a caller may read it on a
 // hot path. A permit handed from a releasing token to a parked waiter
 // counts as held throughout. The count may change as soon as it is read;
-// after lowering the limit it may exceed Stats().Limit. It is a run-time
+// after lowering the limit it may exceed Stats().Limit. For a semaphore
+// made WithPermitCache it is the word's count less the permits in the
+// caches, read one cache after another: exact at rest, and off by what
+// moves between caches and tokens while it reads. It is a run-time
 // error to call Held on a nil *Semaphore or on one not made by New; the
 // panic's message begins "atomicsem: ".
 //
@@ -323,7 +371,15 @@ func (s *Semaphore) Held() int64 {
 		panic(nilSemaphore("Held"))
 	}
 	s.made()
-	return s.load().Held()
+	held := s.load().Held()
+	if c := s.cache; c != nil {
+		// What the word counts as held, less what the stripes hold.
+		for i := range c.stripes {
+			held -= int64(c.stripes[i].word.Load() &^ stripeOff)
+		}
+		held = max(held, 0)
+	}
+	return held
 }
 
 // statsOf decodes w into a Stats with the given number of waiters.

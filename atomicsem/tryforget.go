@@ -32,7 +32,7 @@ func (s *Semaphore) TryForget(n int64) (limit int64, ok bool) {
 		if ok {
 			return w.Limit(), true
 		}
-		if w < state.BlockLimitMove {
+		if w < state.BlockLimitMove && s.cache == nil {
 			return w.Limit(), false // too few permits, and no queue to serve
 		}
 	}
@@ -72,6 +72,17 @@ func (s *Semaphore) tryForgetSlow(n int64) (limit int64, ok bool) {
 	change := forgetAvailableFIFO
 	if s.barging() {
 		change = forgetAvailableBarging
+	}
+	if s.cache != nil {
+		// The permits may be cached: return them to the word first.
+		s.mu.Lock()
+		s.drainLocked()
+		_, ok := s.serveLocked(change, n)
+		s.mu.Unlock()
+		if !ok {
+			return s.load().Limit(), false
+		}
+		return s.load().Limit(), true
 	}
 	if _, ok := s.changeLimit(change, n); !ok {
 		return s.load().Limit(), false

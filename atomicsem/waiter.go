@@ -143,6 +143,7 @@ func (s *Semaphore) cancelLocked(w *waiter) {
 		return
 	case woken:
 		// The wake-up was meant for w; pass it on.
+		s.queue.woken--
 		w.ready.TryWait()
 	case closed:
 		w.ready.TryWait()
@@ -156,9 +157,11 @@ func (s *Semaphore) cancelLocked(w *waiter) {
 // resolveWake acts on a wake-up other than a hand-off's grant. After Close
 // it returns ErrClosed. A waiter woken to compete for free permits (barging
 // mode) takes them, or queues again in its place by arrival, keeping its
-// waiting time; resolveWake reports whether it took them. The record goes
-// back to the free list unless the waiter queues again or parks in a
-// bubble.
+// waiting time; resolveWake reports whether it took them. Either way the
+// waiter has settled, and serves the queue in its turn: it wakes the next
+// round if permits are left free, or leaves the word eligible so that the
+// next release does (see dispatch.go). The record goes back to the free
+// list unless the waiter queues again or parks in a bubble.
 func (s *Semaphore) resolveWake(w *waiter, bubbled bool) (took bool, err error) {
 	if w.status() == closed {
 		if !bubbled {
@@ -167,7 +170,15 @@ func (s *Semaphore) resolveWake(w *waiter, bubbled bool) (took bool, err error) 
 		return false, ErrClosed
 	}
 	s.mu.Lock()
+	s.queue.woken-- // settled, whichever way
 	took, err = s.takeOrQueueLocked(w.want(), w)
+	if err == nil && s.load().Available() > 0 {
+		// Permits are left free: wake the next round for them (see
+		// dispatch.go). With none free, takeOrQueueLocked has made the
+		// word eligible again if a waiter fits, so that the next release
+		// wakes one.
+		s.releaseLocked(0)
+	}
 	if (took || err != nil) && !bubbled {
 		s.free.putLocked(w)
 	}

@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,6 +97,33 @@ func (l *floorClockLimiter) trySpend(n int64) bool {
 	return l.floorLimiter.trySpend(n)
 }
 
+// floorLockLimiter is a counter guarded by a sync.Mutex, with a read of the
+// monotonic clock under the lock: the least a bucket costs whose state is
+// more than one word, so that a lock guards it, and whose spends take
+// their credit in the order of their clock readings, as credit's do.
+type floorLockLimiter struct {
+	mu    sync.Mutex
+	n     int64
+	epoch time.Time
+	last  int64
+}
+
+func (l *floorLockLimiter) trySpend(n int64) bool {
+	l.mu.Lock()
+	l.last = int64(time.Since(l.epoch))
+	ok := l.n >= n
+	if ok {
+		l.n -= n
+	}
+	l.mu.Unlock()
+	return ok
+}
+
+func (l *floorLockLimiter) spend(_ context.Context, n int64) error {
+	l.trySpend(n)
+	return nil
+}
+
 // clockLimiter only reads the monotonic clock: the floor of a spend that
 // must know the time, as a bucket without a timer must.
 type clockLimiter struct {
@@ -159,6 +187,9 @@ var creditImpls = []creditImpl{
 		l.n.Store(burst)
 		return l
 	}},
+	{"floorlock", func(_ float64, burst int64, _ bool) limiter {
+		return &floorLockLimiter{n: burst, epoch: time.Now()}
+	}},
 }
 
 func pickCredit(names ...string) []creditImpl {
@@ -212,9 +243,12 @@ func BenchmarkCreditTrySpend(b *testing.B) {
 
 // BenchmarkCreditTrySpendParallel is case=available of
 // BenchmarkCreditTrySpend from GOMAXPROCS goroutines at once: the
-// counter's cache line moves between cores.
+// counter's cache line moves between cores. Beside the one-word floor,
+// floorclock adds the clock read every bucket without a timer makes, and
+// floorlock puts it and the counter under a sync.Mutex, as a bucket of
+// more than one word must.
 func BenchmarkCreditTrySpendParallel(b *testing.B) {
-	for _, im := range pickCredit("credit", "xrate", "juju", "floor") {
+	for _, im := range pickCredit("credit", "xrate", "juju", "floor", "floorclock", "floorlock") {
 		b.Run("case=available/impl="+im.name, func(b *testing.B) {
 			l := im.new(1, ample, false)
 			b.ReportAllocs()

@@ -68,6 +68,9 @@ var impls = map[string]impl{
 	"atomicsem-barging": {"atomicsem-barging", func(limit, max int64) sem {
 		return newAtomicsem(limit, max, atomicsem.WithBarging())
 	}},
+	"atomicsem-cache": {"atomicsem-cache", func(limit, max int64) sem {
+		return newAtomicsem(limit, max, atomicsem.WithPermitCache())
+	}},
 	"xsyncsem": {"xsyncsem", func(limit, _ int64) sem {
 		return xsyncSem{semaphore.NewWeighted(limit)}
 	}},

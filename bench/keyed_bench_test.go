@@ -354,6 +354,45 @@ func BenchmarkKeyedAttack(b *testing.B) {
 	}
 }
 
+// BenchmarkKeyedAtCap is the cost of a request on a new key that finds
+// the table at its cap with every key in the middle of its limit (one
+// credit in 1,000 s, each key's burst of 1 spent), so that it is refused:
+// the work a flood of new keys makes per key once the table is full. The
+// cap is 1,000 keys and the million of the workloads. One refusal runs
+// before the timer starts, so that the row is the steady state.
+func BenchmarkKeyedAtCap(b *testing.B) {
+	keys := keyedWorkloads()["uniform"].keys
+	fresh := make([]string, 1<<16)
+	for i := range fresh {
+		fresh[i] = "new-" + strconv.Itoa(i)
+	}
+	for _, maxKeys := range []int{1000, keyedKeys} {
+		b.Run(fmt.Sprintf("cap=%d/impl=keyed", maxKeys), func(b *testing.B) {
+			l := keyed.MustNewLimiter(heapRate, 1, keyed.WithMaxKeys(int64(maxKeys)))
+			for _, k := range keys[:maxKeys] {
+				if !l.TrySpend(k, 1) {
+					b.Fatalf("the table refused %s below its cap", k)
+				}
+			}
+			if l.TrySpend("warm-up", 1) {
+				b.Fatal("a new key was taken at the cap")
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			refused := 0
+			for i := range b.N {
+				if !l.TrySpend(fresh[i%len(fresh)], 1) {
+					refused++
+				}
+			}
+			b.StopTimer()
+			if refused != b.N {
+				b.Fatalf("%d of %d new keys taken at the cap", b.N-refused, b.N)
+			}
+		})
+	}
+}
+
 // liveHeap returns the bytes of live heap objects after a collection.
 func liveHeap() int64 {
 	runtime.GC()

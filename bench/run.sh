@@ -16,23 +16,55 @@
 #             side-by-side simulation and failure scenarios
 #             (results/adaptive-sim.txt), and the plots docs/adaptive.md
 #             shows (docs/adaptive-follow.png, docs/adaptive-failure.png)
+#   adaptivehttp  adaptive.Handler beside the bare handler, in process and
+#             over loopback HTTP (BenchmarkHandler in bench/adaptive)
 #   etcdsem   the fleet semaphore against etcd's concurrency.Mutex and a
 #             Mutex that watches from the revision after its read, at 1 to
 #             64 clients and limits 1 and 4, on an in-process etcd server
 #             (BenchmarkFleet in the etcdsem module)
+#   manycore  what depends on the number of cores: barging against FIFO
+#             and sync.Mutex in the contended hand-offs (BenchmarkContended,
+#             BenchmarkContendedYield), the gate at a limit of 10,000 with
+#             and without the permit cache against the one-word floors
+#             (BenchmarkGate), and credit's one hot bucket against its
+#             floors (BenchmarkCreditTrySpendParallel); run with -cpu 1,2
+#             unless CPU says otherwise (on a machine with more cores:
+#             CPU=1,2,4,8,16)
 #   keyed     package keyed's requests (BenchmarkKeyedRequest): limits per
 #             key against sync.Map, an LRU and go-limiter's store of
 #             per-key limiters, on a million keys; run with -cpu 1,2
 #             unless CPU says otherwise
-#   keyedmem  package keyed's memory (BenchmarkKeyed{NewKey,Heap,Attack}):
+#   keyedmem  package keyed's memory (BenchmarkKeyed{NewKey,Heap,Attack,AtCap}):
 #             a new key's cost, the heap per key, and the attack of ten
 #             million keys against a cap of 100,000
 #   keyedhttp keyed.Middleware against go-chi/httprate
 #             (BenchmarkKeyedHTTP), with -cpu 1,2
+#   overload  package overload: the priority gate's admission beside an
+#             uncontended atomicsem acquire of the same limit
+#             (BenchmarkGateAdmission), and the overload experiment through
+#             real HTTP (TestOverloadExperiment -overload.long in
+#             bench/overload: results/overload-experiment.txt, and the plot
+#             docs/overload.png; about two minutes of real time)
 #   rediscredit  the Redis credit backend against go-redis/redis_rate at 1,
 #             16 and 64 goroutines, on a redis-server the test binary
-#             starts (BenchmarkTrySpend in the rediscredit module; skipped
+#             starts (BenchmarkTrySpend in bench/rediscredit; skipped
 #             without redis-server, or REDIS_SERVER naming one)
+#   lease     rediscredit's Lease against the Limiter (a call per spend) and
+#             an in-process credit.Bucket, at 1, 16 and 64 goroutines
+#             (BenchmarkLease in bench/rediscredit); the fleet's law, the
+#             idle credit's return and the round trips at steady demand
+#             against a real redis-server (the rediscredit module's
+#             TestLease* tests, 10 s runs: results/lease-fleet.txt), and the
+#             simulation of 1,000 processes on a fake clock
+#             (TestSimulation -leasesim.long in bench/leasesim:
+#             results/lease-sim.txt); a smoke run (BENCHTIME=1x) runs the
+#             short versions
+#   pool      etcdsem's Pool against the Semaphore (a key per acquire) and an
+#             in-process atomicsem semaphore, at 1, 16 and 64 goroutines
+#             (BenchmarkPool in the etcdsem module); the fleet's limit from
+#             etcd's history, the idle permits' return, the fair share, a
+#             lowered limit and the fail-closed bound (the etcdsem module's
+#             TestPool* tests, the fleet run 10 s long: results/pool-fleet.txt)
 #   adaptivesim  no benchmark, and run only when named: the adaptive
 #             group's simulation, failure scenarios and plots alone
 #   adaptivewire  no benchmark, and run only when named: package adaptive's
@@ -75,17 +107,17 @@ CPU=${CPU:-}
 RESULTS=${RESULTS:-results}
 TABLES=${TABLES:-}
 BENCHSTAT=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20250813145418-2f7363a06fe1)
-ALL_GROUPS=(core credit group adaptive etcdsem keyed keyedmem keyedhttp rediscredit)
+ALL_GROUPS=(core credit group adaptive adaptivehttp etcdsem keyed keyedmem keyedhttp overload rediscredit manycore lease pool)
 
 # group_pkg and group_pattern say where a group's benchmarks are and which
 # they are, and tables how benchstat shows them. A new group is a line in
 # each of the three and in ALL_GROUPS.
 group_pkg() {
 	case $1 in
-	core | credit | group | keyed | keyedmem | keyedhttp) echo . ;;
-	adaptive) echo ./adaptive ;;
-	etcdsem) echo ../etcdsem ;;
-	rediscredit) echo ../rediscredit ;;
+	core | credit | group | keyed | keyedmem | keyedhttp | overload | manycore) echo . ;;
+	adaptive | adaptivehttp) echo ./adaptive ;;
+	etcdsem | pool) echo ../etcdsem ;;
+	rediscredit | lease) echo ./rediscredit ;;
 	*) echo "run.sh: unknown group $1 (groups: ${ALL_GROUPS[*]})" >&2 && exit 2 ;;
 	esac
 }
@@ -95,18 +127,23 @@ group_pattern() {
 	credit) echo '^BenchmarkCredit' ;;
 	group) echo '^BenchmarkGroup' ;;
 	adaptive) echo '^BenchmarkAcquireRecord$' ;;
+	adaptivehttp) echo '^BenchmarkHandler$' ;;
 	etcdsem) echo '^BenchmarkFleet$' ;;
 	keyed) echo '^BenchmarkKeyedRequest$' ;;
-	keyedmem) echo '^BenchmarkKeyed(NewKey|Heap|Attack)$' ;;
+	keyedmem) echo '^BenchmarkKeyed(NewKey|Heap|Attack|AtCap)$' ;;
 	keyedhttp) echo '^BenchmarkKeyedHTTP$' ;;
+	overload) echo '^BenchmarkGateAdmission$' ;;
 	rediscredit) echo '^BenchmarkTrySpend$' ;;
+	lease) echo '^BenchmarkLease$' ;;
+	pool) echo '^BenchmarkPool$' ;;
+	manycore) echo '^Benchmark(Contended|ContendedYield|Gate|CreditTrySpendParallel)$' ;;
 	esac
 }
 
 # group_cpu is the -cpu list of a group when CPU does not set one.
 group_cpu() {
 	case $1 in
-	keyed | keyedhttp) echo 1,2 ;;
+	keyed | keyedhttp | manycore) echo 1,2 ;;
 	esac
 }
 
@@ -152,6 +189,7 @@ tables() {
 	adaptive)
 		"${BENCHSTAT[@]}" -col '/impl@(failsafe adaptive-aimd adaptive-vegas adaptive-gradient2 failsafe-100ms gcl-gradient2 gcl-gradient2-100ms gcl-vegas gcl-vegas-100ms floor)' "$raw"
 		;;
+	adaptivehttp) "${BENCHSTAT[@]}" -col '/impl@(bare adaptive)' "$raw" ;;
 	etcdsem) "${BENCHSTAT[@]}" -col /impl "$raw" ;;
 	keyed) "${BENCHSTAT[@]}" -col '/impl@(golimiter keyed syncmap lru floor floorclock)' "$raw" ;;
 	keyedmem)
@@ -161,9 +199,33 @@ tables() {
 		echo
 		echo "### The attack: 10,000,000 new keys against a cap of 100,000"
 		"${BENCHSTAT[@]}" -filter '.name:KeyedAttack' -col /impl "$raw"
+		echo
+		echo "### A new key refused at the cap, every key mid-limit"
+		"${BENCHSTAT[@]}" -filter '.name:KeyedAtCap' -col /impl "$raw"
 		;;
 	keyedhttp) "${BENCHSTAT[@]}" -col '/impl@(httprate keyed)' "$raw" ;;
+	overload) "${BENCHSTAT[@]}" -col '/impl@(atomicsem gate-1 gate-2 gate-4)' "$raw" ;;
 	rediscredit) "${BENCHSTAT[@]}" -col '/impl@(redis_rate rediscredit ping)' "$raw" ;;
+	lease) "${BENCHSTAT[@]}" -col '/impl@(limiter lease bucket)' "$raw" ;;
+	pool) "${BENCHSTAT[@]}" -col '/impl@(etcdsem pool atomicsem)' "$raw" ;;
+	manycore)
+		local t='.unit:(sec/op OR cpu-ns/op OR switches/op)'
+		echo "### Contended hand-off: barging against FIFO and sync.Mutex; base atomicsem (FIFO)"
+		"${BENCHSTAT[@]}" -filter ".name:Contended $t" -col '/impl@(atomicsem atomicsem-barging syncmutex)' "$raw"
+		echo
+		echo "### Contended hand-off, holders that yield while holding; base atomicsem (FIFO)"
+		"${BENCHSTAT[@]}" -filter ".name:ContendedYield $t" -col '/impl@(atomicsem atomicsem-barging syncmutex chan)' "$raw"
+		echo
+		echo "### The gate at a limit of 10,000; base floorcas (the one-word CAS floor)"
+		"${BENCHSTAT[@]}" -filter '.name:Gate .unit:(sec/op OR cpu-ns/op)' -col '/impl@(floorcas atomicsem atomicsem-cache floor)' "$raw"
+		echo
+		echo "### The gate: the permit cache against the word; base atomicsem"
+		"${BENCHSTAT[@]}" -filter '.name:Gate .unit:cpu-ns/op' -col '/impl@(atomicsem atomicsem-cache)' "$raw"
+		echo
+		echo "### Credit's one hot bucket; base floor"
+		"${BENCHSTAT[@]}" -filter '.name:CreditTrySpendParallel .unit:(sec/op OR cpu-ns/op)' \
+			-col '/impl@(floor credit floorclock floorlock xrate juju)' "$raw"
+		;;
 	esac
 }
 
@@ -223,7 +285,7 @@ header() {
 	echo "# $(go version); load average at the start:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
 	local cpu=${CPU:-$(group_cpu "$1")}
 	echo "# $(date -u +%Y-%m-%d) COUNT=$COUNT BENCHTIME=$BENCHTIME CPU=${cpu:-default} bench/run.sh $1, at $REV"
-	if [ "$1" = rediscredit ]; then
+	if [ "$1" = rediscredit ] || [ "$1" = lease ]; then
 		echo "# $("${REDIS_SERVER:-redis-server}" --version)"
 	fi
 }
@@ -271,7 +333,7 @@ for g in "${groups[@]}"; do
 		echo "run.sh: $g: no package $pkg in the tree, skipped" >&2
 		continue
 	fi
-	if [ "$g" = rediscredit ] && ! command -v "${REDIS_SERVER:-redis-server}" >/dev/null; then
+	if { [ "$g" = rediscredit ] || [ "$g" = lease ]; } && ! command -v "${REDIS_SERVER:-redis-server}" >/dev/null; then
 		echo "run.sh: $g: no redis-server (install it, or set REDIS_SERVER to its path), skipped" >&2
 		continue
 	fi
@@ -334,4 +396,68 @@ for g in "${run[@]}" ${sim:+adaptive}; do
 	(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^TestPlot' \
 		-adaptive.plot "$plots/adaptive-follow.png" -adaptive.failureplot "$plots/adaptive-failure.png") >/dev/null
 	echo "run.sh: wrote $plots/adaptive-follow.png and $plots/adaptive-failure.png" >&2
+done
+
+# The overload group also runs the overload experiment, in real time over
+# loopback HTTP, once (its runs are seconds long and reported as they are),
+# and draws its plot. A smoke run of this command (BENCHTIME=1x, as CI's)
+# runs the experiment's short version instead, about 15 seconds.
+for g in "${run[@]}"; do
+	[ "$g" = overload ] || continue
+	long=-overload.long
+	[ "$BENCHTIME" = 1x ] && long=
+	(cd overload && go test -c -o "$OLDPWD/out/overloadexp.test" .)
+	plots=$PWD/../docs
+	[ "$RESULTS" = results ] || plots=$(cd "$RESULTS" && pwd)
+	{
+		echo "# the overload experiment (TestOverloadExperiment -overload.experiment ${long:-(its short version)} in bench/overload), real time over loopback HTTP"
+		header "$g" | sed -n 2,3p
+		echo
+		(cd overload && "$OLDPWD/out/overloadexp.test" -test.run '^TestOverloadExperiment$' -test.timeout 20m \
+			-overload.experiment $long -overload.out /dev/stdout -overload.plot "$plots/overload.png" |
+			grep -v -e '^PASS$' -e '^ok ')
+	} >"$RESULTS/overload-experiment.txt"
+	echo "run.sh: wrote $RESULTS/overload-experiment.txt and $plots/overload.png" >&2
+done
+
+# The lease group also runs, once, the rediscredit module's lease tests
+# against a real redis-server (the fleet of eight with shifting demand,
+# its law checked on every spend and on Redis's own answers; the idle
+# credit's return; the round trips at steady demand), 10 s each, and the
+# simulation of 1,000 processes on a fake clock; the pool group, the
+# etcdsem module's pool tests, its fleet of eight run 10 s. A smoke run
+# (BENCHTIME=1x) runs their short versions, in a few seconds.
+for g in "${run[@]}"; do
+	case $g in
+	lease)
+		fleet=10s long=-leasesim.long
+		[ "$BENCHTIME" = 1x ] && fleet=1s long=
+		{
+			echo "# the rediscredit module's lease tests (REDISCREDIT_FLEET=$fleet go test -run 'TestLease(FleetKeepsTheLaw|IdleCredit|CallsAtSteady)' -v), against redis-server"
+			header "$g"
+			echo
+			(cd ../rediscredit && REDISCREDIT_FLEET=$fleet go test -count=1 -run '^TestLease(FleetKeepsTheLaw|IdleCreditGoesBackWithinTheBound|CallsAtSteadyDemand)$' -v . |
+				grep -E '^(=== RUN|--- |    lease_test)' | sed 's/^    lease_test.go:[0-9]*: /    /')
+		} >"$RESULTS/lease-fleet.txt"
+		{
+			echo "# the simulation (TestSimulation ${long:-(its short version)} in bench/leasesim), on a fake clock against a model of the script"
+			header "$g"
+			echo
+			(cd leasesim && go test -count=1 -run '^TestSimulation$' -v $long . | grep -E '^(=== RUN|--- |    sim_test)' | sed 's/^    sim_test.go:[0-9]*: /    /')
+		} >"$RESULTS/lease-sim.txt"
+		echo "run.sh: wrote $RESULTS/lease-fleet.txt and $RESULTS/lease-sim.txt" >&2
+		;;
+	pool)
+		fleet=10s
+		[ "$BENCHTIME" = 1x ] && fleet=1s
+		{
+			echo "# the etcdsem module's pool tests (ETCDSEM_POOL=$fleet go test -run TestPool -v), on an in-process etcd server"
+			header "$g"
+			echo
+			(cd ../etcdsem && ETCDSEM_POOL=$fleet go test -count=1 -run '^TestPool' -v . |
+				grep -E '^(=== RUN|--- |    pool_test)' | sed 's/^    pool_test.go:[0-9]*: /    /')
+		} >"$RESULTS/pool-fleet.txt"
+		echo "run.sh: wrote $RESULTS/pool-fleet.txt" >&2
+		;;
+	esac
 done

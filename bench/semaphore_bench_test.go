@@ -87,6 +87,35 @@ func BenchmarkParallel(b *testing.B) {
 	}
 }
 
+// gateLimit is the limit of BenchmarkGate: thousands of permits, as a
+// server's limit on requests in flight has.
+const gateLimit = 10_000
+
+// BenchmarkGate measures the gate a server puts on every request: GOMAXPROCS
+// goroutines take and return one permit of a limit of gateLimit, which no
+// acquire waits for, as BenchmarkParallel does, beside a semaphore made
+// WithPermitCache (atomicsem-cache) and the one-word floors. With one
+// goroutine (-cpu 1) it is the cost of the cache's fast paths next to the
+// word's; with many, that of a line per core against one line for all.
+func BenchmarkGate(b *testing.B) {
+	for _, im := range pick("atomicsem", "atomicsem-cache", "floorcas", "floor") {
+		b.Run("impl="+im.name, func(b *testing.B) {
+			s := im.new(gateLimit, gateLimit)
+			b.ReportAllocs()
+			defer measureCPU(b)()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx, h := context.Background(), new(held)
+				for pb.Next() {
+					if err := s.acquire(ctx, 1, h); err != nil {
+						panic(err)
+					}
+					s.release(h)
+				}
+			})
+		})
+	}
+}
+
 // BenchmarkContended measures hand-off: 64 goroutines per P take and return
 // one permit of a limit of 1 or 4, with nothing done while holding it, and
 // start parked (see runQueued), so that FIFO acquires park and releases wake
@@ -112,11 +141,36 @@ func BenchmarkContended(b *testing.B) {
 	}
 }
 
+// BenchmarkContendedYield is BenchmarkContended with holders that yield
+// their P while they hold a permit (runtime.Gosched between acquire and
+// release), as holders on a busy machine are descheduled. Arrivals then
+// find the permits taken, spin in vain and park, and nearly every release
+// meets parked waiters: the regime in which contention on many cores puts
+// a barging semaphore, reached here on two. A barging release that takes
+// the queue lock and wakes a waiter whenever waiters are parked then costs
+// more than FIFO's hand-off (what cpu-ns/op and switches/op show).
+func BenchmarkContendedYield(b *testing.B) {
+	for _, limit := range []int64{1, 4} {
+		names := []string{"atomicsem", "atomicsem-barging", "chan"}
+		if limit == 1 {
+			names = append(names, "syncmutex")
+		}
+		for _, im := range pick(names...) {
+			b.Run(fmt.Sprintf("impl=%s/limit=%d", im.name, limit), func(b *testing.B) {
+				s := im.new(limit, limit)
+				b.ReportAllocs()
+				runQueued(b, s, queued{limit: limit, perP: 64, maxWeight: 1, yield: true}, s.acquire)
+			})
+		}
+	}
+}
+
 // queued is the shape of a runQueued run.
 type queued struct {
 	limit     int64 // the semaphore's limit
 	perP      int   // goroutines per P
 	maxWeight int64 // each goroutine asks for 1, 2, ... maxWeight permits in turn
+	yield     bool  // each goroutine yields its P while it holds its permits
 }
 
 // runQueued runs b.N pairs of acquire (by calling acquire) and release on s
@@ -165,6 +219,9 @@ func runQueued(b *testing.B, s sem, q queued, acquire func(context.Context, int6
 				for range min(end, int64(b.N)) - (end - chunk) {
 					if err := acquire(ctx, n, h); err != nil {
 						panic(err)
+					}
+					if q.yield {
+						runtime.Gosched()
 					}
 					s.release(h)
 					if n++; n > q.maxWeight {

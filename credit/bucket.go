@@ -33,15 +33,19 @@ import (
 	"sync"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/internal/errs"
 	"github.com/atomicsem/atomicsem/token"
 )
 
 var (
 	// ErrInvalidRate is returned (wrapped, with the number) by New,
-	// NewConfig and SetRate for a rate that is negative or NaN.
+	// NewConfig and SetRate for a rate that is negative or NaN, and by
+	// WithRate and SetRate for one at which the burst takes MaxFill or
+	// longer to accrue.
 	ErrInvalidRate = errors.New("credit: invalid rate")
 	// ErrInvalidBurst is returned (wrapped, with the number) by New and
-	// NewConfig for a burst below 1 or above atomicsem.MaxPermits.
+	// NewConfig for a burst below 1 or above atomicsem.MaxPermits, or one
+	// that takes MaxFill or longer to accrue at the rate.
 	ErrInvalidBurst = errors.New("credit: invalid burst")
 	// ErrInvalidInitial is returned (wrapped, with the numbers) by New for
 	// a WithInitial balance outside [0, burst].
@@ -110,8 +114,9 @@ func WithInitial(n int64) Option {
 // made last shares that bucket's Config.
 //
 // New returns ErrInvalidRate for a negative or NaN rate, ErrInvalidBurst
-// for a burst outside [1, atomicsem.MaxPermits], and ErrInvalidInitial for
-// an initial balance outside [0, burst]. It panics if an option is nil.
+// for a burst outside [1, atomicsem.MaxPermits] or one that takes MaxFill
+// or longer to accrue at the rate, and ErrInvalidInitial for an initial
+// balance outside [0, burst]. It panics if an option is nil.
 func New(rate float64, burst int64, opts ...Option) (*Bucket, error) {
 	if err := checkRate(rate); err != nil {
 		return nil, err
@@ -119,7 +124,11 @@ func New(rate float64, burst int64, opts ...Option) (*Bucket, error) {
 	if err := checkBurst(burst); err != nil {
 		return nil, err
 	}
-	return configFor(rate, burst).New(opts...)
+	c, err := configFor(rate, burst)
+	if err != nil {
+		return nil, err
+	}
+	return c.New(opts...)
 }
 
 // MustNew is like New but panics if the arguments are invalid. It
@@ -182,9 +191,9 @@ func (c *Config) MustNew(opts ...Option) *Bucket {
 func (b *Bucket) checkRequest(n int64) error {
 	switch burst := int64(b.burst); {
 	case n < 0:
-		return fmt.Errorf("credit: a request for %d credits (%w)", n, atomicsem.ErrInvalidPermits)
+		return errs.Errorf(atomicsem.ErrInvalidPermits, "credit: a request for %d credits", n)
 	case n > burst:
-		return fmt.Errorf("credit: %d credits exceed the burst of %d (%w)", n, burst, atomicsem.ErrExceedsMax)
+		return errs.Errorf(atomicsem.ErrExceedsMax, "credit: %d credits exceed the burst of %d", n, burst)
 	}
 	return nil
 }
@@ -309,8 +318,8 @@ func (b *Bucket) Acquire(ctx context.Context, n int64) (token.Token, error) {
 // down to the nanosecond at the new rate. A waiting Spend or Acquire looks
 // at the new rate at once.
 //
-// SetRate returns ErrInvalidRate for a negative or NaN rate, changing
-// nothing.
+// SetRate returns ErrInvalidRate for a negative or NaN rate, and for one
+// at which the burst takes MaxFill or longer to accrue, changing nothing.
 func (b *Bucket) SetRate(rate float64) error {
 	b.checkNil("SetRate")
 	if err := checkRate(rate); err != nil {
@@ -319,7 +328,10 @@ func (b *Bucket) SetRate(rate float64) error {
 	b.mu.Lock()
 	c := b.cfg
 	b.mu.Unlock()
-	next, _ := c.WithRate(rate) // burst and clock are the bucket's for good
+	next, err := c.WithRate(rate) // burst and clock are the bucket's for good
+	if err != nil {
+		return err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	c = b.cfg

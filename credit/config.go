@@ -22,7 +22,8 @@ import (
 // bucket was empty that long ago, and reads times for about 219 years
 // after it is made.
 //
-// The zero Config is not usable; make one with NewConfig or MustConfig.
+// The zero Config is not usable: its methods, and the State methods given
+// it, panic. Make one with NewConfig or MustConfig.
 type Config struct {
 	rate  ratio   // the rate, exactly; for a rate of zero see frozen
 	rateF float64 // the rate as given
@@ -65,7 +66,8 @@ const frozenNow = origin
 // one credit in 30 years). Rates below one credit in 63 years count as 0.
 //
 // NewConfig returns ErrInvalidRate for a negative or NaN rate and
-// ErrInvalidBurst for a burst outside [1, atomicsem.MaxPermits].
+// ErrInvalidBurst for a burst outside [1, atomicsem.MaxPermits] or one
+// that takes MaxFill or longer to accrue at the rate.
 func NewConfig(rate float64, burst int64) (*Config, error) {
 	if err := checkRate(rate); err != nil {
 		return nil, err
@@ -73,7 +75,34 @@ func NewConfig(rate float64, burst int64) (*Config, error) {
 	if err := checkBurst(burst); err != nil {
 		return nil, err
 	}
-	return newConfig(ratioOf(rate), rate, burst, time.Now(), nil), nil
+	c := newConfig(ratioOf(rate), rate, burst, time.Now(), nil)
+	if err := c.checkFill(ErrInvalidBurst); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// MaxFill is the longest a bucket may take to fill from empty: 2^61 − 1
+// nanoseconds, about 73 years, as far back as a Config's clock reaches.
+// A State is the moment its bucket was empty; a full bucket from which one
+// credit is spent was empty the fill time before, a moment the clock must
+// be able to name. So NewConfig refuses a rate and burst whose burst takes
+// MaxFill or longer to accrue (10^-5 credits a second and a burst of
+// 2^30 − 1 would take 3.4 million years), and WithRate and SetRate refuse
+// such a rate, rather than start a bucket short of full or wait forever
+// for a burst. Rates below one credit in 63 years count as zero, which
+// accrues nothing and has no fill time.
+const MaxFill = time.Duration(maxSpan)
+
+// checkFill returns kind, wrapped with the numbers, if c's burst takes
+// MaxFill or longer to accrue.
+func (c *Config) checkFill(kind error) error {
+	if c.frozen || !c.full.never() {
+		return nil
+	}
+	years := float64(c.burst) / c.rateF / (365.25 * 24 * 3600)
+	return fmt.Errorf("%w: a burst of %d takes %.3g years to accrue at %v credits per second, more than MaxFill (%.0f years)",
+		kind, c.burst, years, c.rateF, MaxFill.Hours()/(365.25*24))
 }
 
 // MustConfig is like NewConfig but panics if the arguments are invalid. It
@@ -101,14 +130,19 @@ func newConfig(r ratio, rateF float64, burst int64, epoch time.Time, clock func(
 }
 
 // WithRate returns a configuration of the same burst and clock as c at
-// another rate, or ErrInvalidRate for a negative or NaN rate. A State kept
-// under c is carried to it with State.Rerate.
+// another rate, or ErrInvalidRate for a negative or NaN rate and for one
+// at which the burst takes MaxFill or longer to accrue. A State kept under
+// c is carried to it with State.Rerate.
 func (c *Config) WithRate(rate float64) (*Config, error) {
 	c.check("WithRate")
 	if err := checkRate(rate); err != nil {
 		return nil, err
 	}
-	return newConfig(ratioOf(rate), rate, c.burst, c.epoch, c.clock), nil
+	next := newConfig(ratioOf(rate), rate, c.burst, c.epoch, c.clock)
+	if err := next.checkFill(ErrInvalidRate); err != nil {
+		return nil, err
+	}
+	return next, nil
 }
 
 // Rate returns the rate in credits per second, as given.
@@ -133,11 +167,15 @@ func (c *Config) Now() int64 {
 	return origin + int64(time.Since(c.epoch))
 }
 
-// check panics, naming op, if c is nil: a caller bug that would otherwise
-// surface as a nil dereference far from the call.
+// check panics, naming op, if c is nil or the zero Config: caller bugs
+// that would otherwise surface as a nil dereference far from the call, or
+// as a bucket of burst 0.
 func (c *Config) check(op string) {
 	if c == nil {
 		panic("credit: " + op + " with a nil *Config")
+	}
+	if c.burst == 0 {
+		panic("credit: " + op + " with a zero Config; make one with NewConfig")
 	}
 }
 
@@ -169,13 +207,17 @@ func checkBurst(burst int64) error {
 // with New pays for the rate's exact representation once.
 var lastConfig atomic.Pointer[Config]
 
-// configFor returns a configuration for rate and burst, which must be
-// valid: the last one made if it matches, else a new one.
-func configFor(rate float64, burst int64) *Config {
+// configFor returns a configuration for rate and burst, which checkRate
+// and checkBurst have passed: the last one made if it matches, else a new
+// one, or ErrInvalidBurst if the burst takes MaxFill or longer to accrue.
+func configFor(rate float64, burst int64) (*Config, error) {
 	if c := lastConfig.Load(); c != nil && c.burst == burst && c.rateF == rate && c.clock == nil {
-		return c
+		return c, nil
 	}
 	c := newConfig(ratioOf(rate), rate, burst, time.Now(), nil)
+	if err := c.checkFill(ErrInvalidBurst); err != nil {
+		return nil, err
+	}
 	lastConfig.Store(c)
-	return c
+	return c, nil
 }

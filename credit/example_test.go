@@ -44,7 +44,7 @@ func Example_byteShaper() {
 	// Output:
 	// wrote 48 MiB
 	// wrote 16 MiB
-	// write of 65 MiB: credit: 68157440 credits exceed the burst of 67108864 (atomicsem: exceeds the semaphore's maximum)
+	// write of 65 MiB: credit: 68157440 credits exceed the burst of 67108864
 }
 
 // Reserve, then settle: a caller that cannot know its cost up front

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/credit"
 )
 
@@ -49,3 +50,30 @@ func floatOf(r *big.Rat) float64 {
 // the package must catch; go vet reports copies written out, so the test
 // makes its copy through a type parameter.
 func duplicate[T any](p *T) T { return *p }
+
+// largestBurst returns the largest burst, at most atomicsem.MaxPermits,
+// that accrues at rate r in less than credit.MaxFill: the largest k with
+// k/r seconds below MaxFill.
+func largestBurst(r *big.Rat) int64 {
+	reach := new(big.Rat).Mul(r, big.NewRat(int64(credit.MaxFill), int64(time.Second)))
+	k := new(big.Int).Quo(reach.Num(), reach.Denom()) // ⌊MaxFill·r⌋
+	if new(big.Rat).SetInt(k).Cmp(reach) == 0 {
+		k.Sub(k, big.NewInt(1)) // exactly MaxFill is refused too
+	}
+	if !k.IsInt64() || k.Int64() > atomicsem.MaxPermits {
+		return atomicsem.MaxPermits
+	}
+	return k.Int64()
+}
+
+// fillTime returns ⌈k/r⌉ in nanoseconds: when k credits have accrued from
+// empty at rate r, to the first whole nanosecond.
+func fillTime(r *big.Rat, k int64) time.Duration {
+	x := new(big.Rat).Quo(new(big.Rat).SetInt64(k), r)
+	x.Mul(x, big.NewRat(int64(time.Second), 1))
+	q, rem := new(big.Int).QuoRem(x.Num(), x.Denom(), new(big.Int))
+	if rem.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return time.Duration(q.Int64())
+}

@@ -56,12 +56,13 @@ func TestFrequentLooksDoNotDrift(t *testing.T) {
 		t.Run("rate="+rs, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := ratOf(t, rs)
-				b := mustNew(t, floatOf(r), atomicsem.MaxPermits, credit.WithInitial(0))
+				burst := largestBurst(r)
+				b := mustNew(t, floatOf(r), burst, credit.WithInitial(0))
 				start := time.Now()
 				step := 7*time.Millisecond + 13 // not a multiple of any period here
 				for range 2000 {
 					time.Sleep(step)
-					want := min(atomicsem.MaxPermits, accrued(r, time.Since(start)))
+					want := min(burst, accrued(r, time.Since(start)))
 					require.Equal(t, want, balance(b), "after %v", time.Since(start))
 				}
 			})
@@ -176,7 +177,7 @@ func TestExtremesDoNotOverflow(t *testing.T) {
 		{"a billion a second for 200 years", 1e9, atomicsem.MaxPermits, 200 * 365 * 24 * time.Hour, atomicsem.MaxPermits},
 		{"a trillion a second for 100 years", 1e12, atomicsem.MaxPermits, 100 * 365 * 24 * time.Hour, atomicsem.MaxPermits},
 		{"largest finite rate", math.MaxFloat64, 7, time.Nanosecond, 7},
-		{"one an hour, largest burst, 100 years", 1.0 / 3600, atomicsem.MaxPermits, 100 * 365 * 24 * time.Hour, 876_000},
+		{"one an hour, the largest burst within MaxFill, 70 years", 1.0 / 3600, 640_511, 70 * 365 * 24 * time.Hour, 613_200},
 		{"tiny rate counts as zero", 1e-10, 3, 100 * 365 * 24 * time.Hour, 0},
 	}
 	for _, tt := range tests {

@@ -18,6 +18,7 @@ func TestNilArgumentsPanicWithAMessage(t *testing.T) {
 	var nilCtx context.Context
 	var nb *credit.Bucket
 	var nc *credit.Config
+	zc := new(credit.Config) // the zero Config, as a caller that skipped NewConfig has it
 	var s credit.State
 	b := credit.MustNew(1, 1)
 	c := credit.MustConfig(1, 1)
@@ -54,6 +55,13 @@ func TestNilArgumentsPanicWithAMessage(t *testing.T) {
 		{"State.Wait, nil config", func() { s.Wait(nc, 0, 1) }, "nil *Config"},
 		{"State.Rerate, nil from", func() { s.Rerate(nc, c, 0) }, "nil *Config"},
 		{"State.Rerate, nil to", func() { s.Rerate(c, nc, 0) }, "nil *Config"},
+		{"Config.New, zero config", func() { _, _ = zc.New() }, "zero Config"},
+		{"Config.Burst, zero config", func() { zc.Burst() }, "zero Config"},
+		{"Config.Now, zero config", func() { zc.Now() }, "zero Config"},
+		{"State.TrySpend, zero config", func() { s.TrySpend(zc, 0, 1) }, "zero Config"},
+		{"State.Balance, zero config", func() { s.Balance(zc, 0) }, "zero Config"},
+		{"State.TrySpendSince, since after now", func() { s.TrySpendSince(c, 2e18+1, 2e18, 1) }, "since"},
+		{"State.TryReserveSince, since after now", func() { s.TryReserveSince(c, 2e18+1, 2e18, 1) }, "since"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,18 +65,27 @@ func (m *model) serve() {
 	}
 }
 
-// advance moves the model to time to, serving the waiters at the whole
-// nanosecond at which their credit has accrued.
+// advance moves the model to time to, serving each waiter at the exact
+// moment its credit accrued, and recording it as served at the whole
+// nanosecond at or after that moment, when it returns. The accrual from
+// the exact moment to the whole nanosecond belongs to the bucket: serving
+// at the whole nanosecond instead would cap a bucket that the credit
+// filled, dropping the fraction.
 func (m *model) advance(to time.Duration) {
 	for len(m.queue) > 0 && m.rate.Sign() > 0 {
-		need := new(big.Rat).Sub(new(big.Rat).SetInt64(m.queue[0]), m.c)
-		if new(big.Rat).SetInt64(m.queue[0]).Cmp(m.ceiling()) > 0 {
+		n := m.queue[0]
+		if floorOf(m.c) >= n { // there already: served now
+			m.serve()
+			continue
+		}
+		need := new(big.Rat).Sub(new(big.Rat).SetInt64(n), m.c)
+		if new(big.Rat).SetInt64(n).Cmp(m.ceiling()) > 0 {
 			break // accrual alone cannot serve it
 		}
-		// ns = ⌈need / rate · 10^9⌉
-		ns := new(big.Rat).Quo(need, m.rate)
-		ns.Mul(ns, big.NewRat(int64(time.Second), 1))
-		q, r := new(big.Int).QuoRem(ns.Num(), ns.Denom(), new(big.Int))
+		// exact = need / rate · 10^9 ns from now; when = ⌈exact⌉.
+		exact := new(big.Rat).Quo(need, m.rate)
+		exact.Mul(exact, big.NewRat(int64(time.Second), 1))
+		q, r := new(big.Int).QuoRem(exact.Num(), exact.Denom(), new(big.Int))
 		if r.Sign() > 0 {
 			q.Add(q, big.NewInt(1))
 		}
@@ -84,7 +93,15 @@ func (m *model) advance(to time.Duration) {
 		if when > to {
 			break
 		}
-		m.accrue(when)
+		// At the exact moment the balance is n, no more than the
+		// ceiling; the waiter takes it, and accrual runs on from zero to
+		// the whole nanosecond.
+		after := new(big.Rat).Sub(new(big.Rat).SetInt(q), exact) // in [0, 1) ns
+		m.c = after.Mul(after, m.rate)
+		m.c.Quo(m.c, big.NewRat(int64(time.Second), 1))
+		m.queue = m.queue[1:]
+		m.served = append(m.served, when)
+		m.at = when
 		m.serve()
 	}
 	m.accrue(to)

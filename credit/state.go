@@ -157,12 +157,24 @@ func (s *State) TrySpend(c *Config, now, n int64) bool {
 // now, it is taken at the first whole nanosecond it was there, as if the
 // caller had woken then. So a stream of waiting spends keeps the rate
 // however late each wakes, while a bucket that sat full with nobody
-// waiting still banks nothing: its ceiling applies at since. It requires
-// since ≤ now.
+// waiting still banks nothing: its ceiling applies at since.
+//
+// It is a run-time error if since is after now; TrySpendSince then panics
+// and changes nothing.
 func (s *State) TrySpendSince(c *Config, since, now, n int64) bool {
 	c.check("State.TrySpendSince")
+	checkSince("TrySpendSince", since, now)
 	_, ok := s.take(c, since, now, n)
 	return ok
+}
+
+// checkSince panics, naming op, if since is after now: a caller that looks
+// at a moment before the one it says it has waited since would take credit
+// that has not accrued.
+func checkSince(op string, since, now int64) {
+	if since > now {
+		panic(fmt.Sprintf("credit: State.%s with since %d after now %d", op, since, now))
+	}
 }
 
 // take is TrySpendSince, which also returns the moment the credit was
@@ -182,8 +194,13 @@ func (s *State) take(c *Config, since, now, n int64) (int64, bool) {
 		s.forward(c.rate.num, d)
 		return realNow, true
 	}
-	// The first whole nanosecond at or after since with the credit there;
-	// the ceiling applies up to it, as to any look.
+	// The credit is taken at the moment it accrued, since or later, and
+	// reported at the first whole nanosecond at or after it. No ceiling
+	// applies after since: if the credit accrued after since, the balance
+	// was below n, and so below the ceiling, until that moment. Capping at
+	// the whole nanosecond instead would drop the fraction between the
+	// two, a little under a nanosecond a credit that a stream of spends on
+	// a bucket of burst n would lose for good.
 	t := *s
 	t.forward(c.rate.num, d)
 	at := t.at
@@ -191,7 +208,6 @@ func (s *State) take(c *Config, since, now, n int64) (int64, bool) {
 		at++
 	}
 	at = max(at, since)
-	s.cap(c, at)
 	s.forward(c.rate.num, d)
 	if c.frozen {
 		at = realNow
@@ -209,9 +225,11 @@ func (s *State) TryReserve(c *Config, now, n int64) bool {
 }
 
 // TryReserveSince is TryReserve for a caller that has waited since the
-// moment since, as TrySpendSince is TrySpend's.
+// moment since, as TrySpendSince is TrySpend's. It is a run-time error if
+// since is after now.
 func (s *State) TryReserveSince(c *Config, since, now, n int64) bool {
 	c.check("State.TryReserveSince")
+	checkSince("TryReserveSince", since, now)
 	return s.tryReserveSince(c, since, now, n)
 }
 

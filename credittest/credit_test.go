@@ -79,3 +79,11 @@ func TestCheckWindowsCatchesMinting(t *testing.T) {
 	require.Error(t, credittest.CheckWindows(10, 3, append(exact, 300*ms)), "a window with one credit too many passed")
 	require.Error(t, credittest.CheckWindows(10, 3, []time.Duration{0, 0, 0, 99 * ms}), "a credit 1ms early passed")
 }
+
+func TestQuotesFindsAPackagesWordsOnly(t *testing.T) {
+	require.True(t, credittest.Quotes("keyed: credit: invalid rate", "credit"))
+	require.True(t, credittest.Quotes("credit: invalid rate", "credit"))
+	require.True(t, credittest.Quotes("x (atomicsem: exceeds)", "atomicsem"))
+	require.False(t, credittest.Quotes("rediscredit: invalid rate", "credit"))
+	require.False(t, credittest.Quotes("rediscredit: a credit of 3", "credit"))
+}

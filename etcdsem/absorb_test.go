@@ -2,6 +2,7 @@ package etcdsem_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func TestGrantAndReleaseInOneResponseNeedsARead(t *testing.T) {
 	}), "after the grant, the view holds a key that is gone")
 	w = etcdsem.NewEventWaiter(3, queue, "me", []string{"a"})
 	require.False(t, w.Batch(func() {
-		w.Grant("a", 1, "a", []string{"h", "b"}, true)
+		w.Grant("a", 1, "", []string{"h", "b"}, true)
 		w.Delete("a")
 	}), "the note lists the holders as of the grant, not after")
 }
@@ -54,6 +55,20 @@ func TestConfigChangeAfterADerivedViewNeedsARead(t *testing.T) {
 	require.False(t, w.SetLimit(2))
 }
 
+// Handles use key names again. A waiter first in line watches the
+// holders' keys, so it sees a holder's key deleted and then a new key of
+// the same name, a later arrival. The waiter's view holds none of the
+// other keys that arrived after it, which may be ahead of that one, so it
+// must leave the new key out: a batch grant computed with it would let
+// it overtake them.
+func TestKeyMadeAnewUnderAWatchedNameIsLeftOut(t *testing.T) {
+	keys := []etcdsem.WalkKey{{Name: "h", N: 2, Held: true}, {Name: "me", N: 2}}
+	w := etcdsem.NewEventWaiter(3, keys, "me", []string{"h"})
+	require.True(t, w.Delete("h"), "first in line, it watches every holder")
+	require.True(t, w.Put("h", false, 1))
+	require.Equal(t, map[string]string{"me": "wait 2"}, w.Keys(), "a later arrival in a view that lacks the others")
+}
+
 func TestFirstInLineTakesAConfigChangeWithoutARead(t *testing.T) {
 	w := etcdsem.NewEventWaiter(1, []etcdsem.WalkKey{{Name: "h", N: 1, Held: true}, {Name: "me", N: 1}}, "me", []string{"h"})
 	require.True(t, w.SetLimit(2), "its view is exact for every key that can admit it")
@@ -66,9 +81,20 @@ func TestBatchThatReachesPastTheWaiterGrantsIt(t *testing.T) {
 	require.Equal(t, w.Mods()["me"], int64(len(queue)+2), "held since the grant's revision")
 }
 
+// A batch that names, as the grantee after the key ahead, a waiter that
+// arrived after this one did not find this waiter's key in its view: the
+// key is gone (its lease ended), and the waiter must not take itself as
+// granted.
+func TestBatchThatGoesOnPastTheWaiterNeedsARead(t *testing.T) {
+	behind := append(slices.Clone(queue), etcdsem.WalkKey{Name: "c", N: 1})
+	w := etcdsem.NewEventWaiter(3, behind, "me", []string{"a"})
+	require.False(t, w.Grant("a", 1, "c", nil, true), "a grant that skipped the waiter's key")
+	require.Equal(t, "wait 1", w.Keys()["me"])
+}
+
 func TestBatchThatEndsAheadLeavesTheWaiterFirstWithTheListedHolders(t *testing.T) {
 	w := etcdsem.NewEventWaiter(3, queue, "me", []string{"a"})
-	require.True(t, w.Grant("a", 1, "a", []string{"h", "b"}, true), "the note lists the holders")
+	require.True(t, w.Grant("a", 1, "", []string{"h", "b"}, true), "the note lists the holders")
 	require.Equal(t, map[string]string{"h": "held 1", "b": "held 1", "a": "held 1", "me": "wait 1"}, w.Keys())
 	grant := int64(len(queue) + 2)
 	require.Equal(t, map[string]int64{"h": 2, "b": grant, "a": grant, "me": 5}, w.Mods(),
@@ -80,12 +106,12 @@ func TestGrantNoteUnderAnotherConfigNeedsARead(t *testing.T) {
 	w := etcdsem.NewEventWaiter(3, queue, "me", []string{"a"})
 	require.False(t, w.Grant("a", 1, "me", nil, false), "under another limit the batch may have passed it over")
 	w = etcdsem.NewEventWaiter(3, queue, "me", []string{"a"})
-	require.False(t, w.Grant("a", 1, "a", []string{"h", "b"}, false))
+	require.False(t, w.Grant("a", 1, "", []string{"h", "b"}, false))
 }
 
 func TestGrantNoteWithoutAListNeedsARead(t *testing.T) {
 	w := etcdsem.NewEventWaiter(3, queue, "me", []string{"a"})
-	require.False(t, w.Grant("a", 1, "a", nil, true), "too many holders to list")
+	require.False(t, w.Grant("a", 1, "", nil, true), "too many holders to list")
 }
 
 // A waiter that becomes first in line learns the holders from the note of
@@ -129,18 +155,10 @@ func TestGrantNoteListingAGoneHolderIsComparedNotTrusted(t *testing.T) {
 
 	cfg, err := h.cli.Get(ctx, prefix+"config")
 	require.NoError(t, err)
-	kvs, err := h.cli.Get(ctx, prefix, clientv3.WithPrefix())
+	held, err := h.cli.Get(ctx, holder)
 	require.NoError(t, err)
-	var aheadCreate, holderMod int64
-	for _, kv := range kvs.Kvs {
-		switch string(kv.Key) {
-		case ahead:
-			aheadCreate = kv.CreateRevision
-		case holder:
-			holderMod = kv.ModRevision
-		}
-	}
-	note := fmt.Sprintf("held 1 %d %d h %s,%d,1", cfg.Kvs[0].ModRevision, aheadCreate, strings.TrimPrefix(holder, prefix+"k/"), holderMod)
+	holderMod := held.Kvs[0].ModRevision
+	note := fmt.Sprintf("held 1 %d 0 h %s,%d,1", cfg.Kvs[0].ModRevision, strings.TrimPrefix(holder, prefix+"k/"), holderMod)
 	calls := w.rpcs.calls.Load()
 	_, err = h.cli.Txn(ctx).Then(clientv3.OpDelete(holder), clientv3.OpPut(ahead, note, clientv3.WithIgnoreLease())).Commit()
 	require.NoError(t, err)

@@ -162,7 +162,7 @@ func (s *Semaphore) arrive(ctx context.Context, key string, n int64) (_ *view, g
 		if inner.Succeeded {
 			v, err := s.viewOf(resp.Header.Revision, inner.Responses[1].GetResponseRange().Kvs)
 			if err != nil {
-				return nil, 0, s.takeBack(ctx, key, err)
+				return nil, 0, s.takeBack(ctx, key, resp.Header.Revision, err)
 			}
 			return v, 0, nil
 		}
@@ -217,29 +217,59 @@ func (s *Semaphore) arrival(ctx context.Context, key string, n int64, c config, 
 // is one per handle, made by the first clean-up, and goes with the
 // session; no acquirer's key and no tombstone outlives the call that wrote
 // it.
+//
+// The clean-up itself can land late: an attempt that failed on the
+// client's side may be applied after the attempt that succeeded, once the
+// name has been given back and a new key holds it. So each attempt is
+// made only while the floor key is as the handle last knew it: the
+// attempt that succeeds moves the floor key on, and every earlier attempt
+// compared an older revision. An attempt that finds the floor key moved
+// by another clean-up of the handle tries again from where it is now; the
+// name is not given back until one has succeeded, so no key but this one
+// can hold it meanwhile.
 func (s *Semaphore) cleanUp(ctx context.Context, key string, err error) error {
 	s.persist(ctx, fmt.Sprintf("taking back %q", key), func(ctx context.Context) error {
-		resp, err := s.client.Txn(ctx).
-			Then(clientv3.OpPut(s.floor, "", clientv3.WithLease(s.session.Lease())), clientv3.OpDelete(key)).
-			Commit()
-		if err == nil {
-			s.noteFloor(resp.Header.Revision)
-			s.freeKey(key)
+		for {
+			floor := s.floorMod.Load()
+			resp, err := s.client.Txn(ctx).
+				If(clientv3.Compare(clientv3.ModRevision(s.floor), "=", floor)).
+				Then(clientv3.OpPut(s.floor, "", clientv3.WithLease(s.session.Lease())), clientv3.OpDelete(key)).
+				Else(clientv3.OpGet(s.floor)).
+				Commit()
+			if err != nil {
+				return err
+			}
+			if resp.Succeeded {
+				s.noteFloor(resp.Header.Revision)
+				s.freeKey(key)
+				return nil
+			}
+			kvs := resp.Responses[0].GetResponseRange().Kvs
+			if len(kvs) == 0 {
+				// Made by an earlier clean-up and gone: only the lease's
+				// end deletes it.
+				return s.lostKey(s.floor)
+			}
+			s.noteFloor(kvs[0].ModRevision)
 		}
-		return err
 	})
 	return err
 }
 
-// takeBack deletes key, which an Acquire that gives up is known to have
-// written, and returns err, the reason it gives up. A grant of the key
-// still in flight compares the key's mod revision, so it cannot recreate
-// it.
-func (s *Semaphore) takeBack(ctx context.Context, key string, err error) error {
+// takeBack deletes key, created at revision create, which an Acquire that
+// gives up is known to have written, and returns err, the reason it gives
+// up. A grant of the key still in flight compares the key's mod revision,
+// so it cannot recreate it; and the deletion compares the key's create
+// revision, so that an attempt applied late, once the name holds a new
+// key, deletes nothing.
+func (s *Semaphore) takeBack(ctx context.Context, key string, create int64, err error) error {
 	s.persist(ctx, fmt.Sprintf("taking back %q", key), func(ctx context.Context) error {
-		_, err := s.client.Delete(ctx, key)
+		_, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", create)).
+			Then(clientv3.OpDelete(key)).
+			Commit()
 		if err == nil {
-			s.freeKey(key)
+			s.freeKey(key) // deleted now, or before by an earlier attempt
 		}
 		return err
 	})
@@ -295,9 +325,12 @@ func (s *Semaphore) grant(ctx context.Context, g grantReq) (*clientv3.TxnRespons
 	for i, e := range g.grantees {
 		value := entryValue(true, e.n)
 		if note != nil {
-			last := *note
-			last.listed = last.listed && i == len(g.grantees)-1
-			value = s.grantValue(e.n, &last)
+			mine := *note
+			mine.listed = mine.listed && i == len(g.grantees)-1
+			if i+1 < len(g.grantees) {
+				mine.next = g.grantees[i+1].create
+			}
+			value = s.grantValue(e.n, &mine)
 		}
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.key), "=", e.mod))
 		ops = append(ops, clientv3.OpPut(e.key, value, clientv3.WithIgnoreLease()))
@@ -320,8 +353,9 @@ func (s *Semaphore) grant(ctx context.Context, g grantReq) (*clientv3.TxnRespons
 }
 
 // noteFor returns the note that grant g writes into its grantees' keys,
-// or nil where it writes none: a grant that also moves the config leaves
-// a note that no waiter could use. The list names the keys holding in
+// but for each grantee's next, or nil where it writes none: a grant that
+// also moves the config leaves a note that no waiter could use. The list
+// names the keys holding in
 // g's view, the grantees but the last, and a key g creates held: no other
 // key can hold once g commits (see admitted), and a key deleted since
 // the view costs the waiter that reads the note a failed compare.
@@ -329,7 +363,7 @@ func (s *Semaphore) noteFor(g grantReq) *grantNote {
 	if len(g.grantees) == 0 || (g.arrival && g.newKey == "") {
 		return nil
 	}
-	note := &grantNote{cfgMod: g.cfg.mod, last: g.grantees[len(g.grantees)-1].create}
+	note := &grantNote{cfgMod: g.cfg.mod}
 	count := len(g.holders) + len(g.grantees) - 1
 	if g.arrival {
 		count++

@@ -13,8 +13,11 @@ import (
 )
 
 // connect returns a client of the examples' etcd server and a session on
-// it. In a real process the endpoints are the cluster's, and the session
-// lives as long as the process.
+// it. The examples' server is the one the localetcd command runs (go run
+// github.com/atomicsem/atomicsem/etcdsem/cmd/localetcd, then the endpoint
+// http://127.0.0.1:2379), started in the test's process. In a real
+// process the endpoints are the cluster's, and the session lives as long
+// as the process.
 func connect() (*clientv3.Client, *concurrency.Session) {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{exampleEndpoint()},
@@ -129,11 +132,14 @@ func ExampleSemaphore_WaitIdle() {
 
 	_ = s.Close(ctx)
 	fmt.Println("waiter:", <-waiter)
+	released := make(chan struct{})
 	go func() {
+		defer close(released)
 		time.Sleep(10 * time.Millisecond)
 		inFlight.Release() // the last upload finishes
 	}()
 	fmt.Println("idle:", s.WaitIdle(ctx))
+	<-released // WaitIdle may see the release before its round trip returns
 	// Output:
 	// waiter: etcdsem: semaphore is closed
 	// idle: <nil>

@@ -155,13 +155,17 @@ func (t *EventWaiter) Put(name string, held bool, n int64) bool {
 }
 
 // Grant feeds the grant of the waiting key name, n permits, by a batch
-// whose note names last as its last grantee and, unless holders is nil,
-// lists holders (by name, each with its mod revision in the view, 0 for a
-// key the grant wrote). underCfg says whether the note was written under
-// the config the view has.
-func (t *EventWaiter) Grant(name string, n int64, last string, holders []string, underCfg bool) bool {
+// whose note names next as the grantee after it ("" for none: name is the
+// batch's last) and, unless holders is nil, lists holders (by name, each
+// with its mod revision in the view, 0 for a key the grant wrote).
+// underCfg says whether the note was written under the config the view
+// has.
+func (t *EventWaiter) Grant(name string, n int64, next string, holders []string, underCfg bool) bool {
 	key := t.w.s.keyDir + name
-	note := &grantNote{cfgMod: t.v.cfg.mod, last: t.v.entries[t.w.s.keyDir+last].create, listed: holders != nil}
+	note := &grantNote{cfgMod: t.v.cfg.mod, listed: holders != nil}
+	if next != "" {
+		note.next = t.v.entries[t.w.s.keyDir+next].create
+	}
 	if !underCfg {
 		note.cfgMod++
 	}

@@ -13,7 +13,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -121,10 +120,6 @@ func TestRecoveryAfterACrashAndARestartIsBoundedByTheLastRestart(t *testing.T) {
 	srv := startServerBehindProxy(t) // its clients' connections are cut at once, so it stops at once
 	prefix := prefixFor(t)
 	holder := newHandle(t, srv, prefix, 1, 1, handleOpts{ttl: ttl})
-	fastReconnect := grpc.WithConnectParams(grpc.ConnectParams{
-		Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 500 * time.Millisecond},
-		MinConnectTimeout: time.Second,
-	})
 	waiter := newHandle(t, srv, prefix, 0, 1, handleOpts{dial: []grpc.DialOption{fastReconnect}})
 	_, err := holder.Acquire(testCtx(t), 1) // never released
 	require.NoError(t, err)
@@ -134,14 +129,14 @@ func TestRecoveryAfterACrashAndARestartIsBoundedByTheLastRestart(t *testing.T) {
 	crashed := time.Now()
 	holder.cli.Close()
 	time.Sleep(500 * time.Millisecond)
-	srv.proxy.cut()
+	srv.cut()
 	srv.stop()
 	stopped := time.Since(crashed)
 	if stopped >= ttl*time.Second {
 		t.Skipf("the server took %v to stop: the lease ran out first", stopped)
 	}
 	srv.start()
-	srv.proxy.heal()
+	srv.heal()
 	restarted := time.Since(crashed)
 	p.wait(t)
 	require.NoError(t, p.err)
@@ -235,12 +230,12 @@ func TestFailedReleaseGivesUpOneTokenNotTheSession(t *testing.T) {
 	tok, err := h.Acquire(testCtx(t), 1)
 	require.NoError(t, err)
 
-	srv.proxy.cut()
+	srv.cut()
 	start := time.Now()
 	tok.Release()
 	require.Less(t, time.Since(start), 2*time.Second, "Release must be bounded")
 	require.Equal(t, int64(1), mustStats(t, other.Semaphore).Held, "the key is not deleted yet")
-	srv.proxy.heal()
+	srv.heal()
 
 	ctx, cancel := context.WithTimeout(testCtx(t), 10*time.Second) // well within the lease
 	defer cancel()
@@ -285,12 +280,12 @@ func TestServerRestartLosesNoPermits(t *testing.T) {
 	require.Eventually(t, func() bool { return r.cycles.Load() >= int64(clients*cycles/4) }, 30*time.Second, time.Millisecond)
 	// Cut the clients off first, as a crash would, so that the server
 	// does not wait for their streams to end before it stops.
-	srv.proxy.cut()
+	srv.cut()
 	srv.stop()
 	before = r.cycles.Load()
 	time.Sleep(500 * time.Millisecond)
 	srv.start()
-	srv.proxy.heal()
+	srv.heal()
 	restarted := time.Now()
 	wg.Wait()
 	t.Logf("%d cycles before the restart, %d after (%v); %d handles opened again",
@@ -320,7 +315,7 @@ func TestUnreachableServerFailsCallsWithinTheTimeout(t *testing.T) {
 	srv := startServerBehindProxy(t)
 	prefix := prefixFor(t)
 	h := newHandle(t, srv, prefix, 1, 2, handleOpts{opts: []etcdsem.Option{etcdsem.WithTimeout(timeout)}})
-	srv.proxy.cut()
+	srv.cut()
 
 	bounded := func(name string, call func() error) {
 		t.Helper()
@@ -346,7 +341,7 @@ func TestUnreachableServerFailsCallsWithinTheTimeout(t *testing.T) {
 
 	bounded("Acquire", func() error { _, err := h.Acquire(ctx, 1); return err })
 	require.NoError(t, h.Err(), "the session was given up")
-	srv.proxy.heal()
+	srv.heal()
 	var st etcdsem.Stats
 	require.Eventually(t, func() bool { // the client reconnects after a backoff
 		st, err = h.Stats(ctx)

@@ -25,9 +25,11 @@ import (
 //     largest it has seen and refuses a smaller one.
 //
 // Done is the holder's own signal: it is closed when the token's last part
-// is released or forgotten, and when the handle's session ends. It is a
-// hint that comes late, never a guarantee: use it to stop work, and the
-// fence to protect the data.
+// is released or forgotten, when the handle's session ends, and when the
+// handle sees the token's key deleted, or made anew, by anyone but the
+// token (its handle watches the key while the token holds). It is a hint
+// that comes late, never a guarantee: use it to stop work, and the fence
+// to protect the data.
 //
 // The zero Fence fences nothing: its Done is nil and its IsHeld fails.
 type Fence struct {
@@ -64,7 +66,8 @@ func (f Fence) IsHeld() clientv3.Cmp {
 
 // Done returns a channel that is closed once the token no longer holds, as
 // far as its handle knows: when its last part is released or forgotten,
-// or when its handle's session ends. It is nil for the zero Fence.
+// when its handle's session ends, or when its handle sees its key deleted
+// or made anew while the token holds. It is nil for the zero Fence.
 func (f Fence) Done() <-chan struct{} {
 	if f.ctx == nil {
 		return nil

@@ -51,7 +51,7 @@ func TestStaleHoldersGuardedWriteIsRefused(t *testing.T) {
 		}
 	}()
 	awaitWaiters(t, next.Semaphore, 1)
-	srv.proxy.cut()
+	srv.cut()
 	<-waiting
 	require.NotZero(t, fence2.Revision(), "the successor was not granted")
 	require.Greater(t, fence2.Revision(), fence1.Revision(), "fencing revisions must grow")
@@ -59,7 +59,7 @@ func TestStaleHoldersGuardedWriteIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok, "the successor's guarded write")
 
-	srv.proxy.heal()
+	srv.heal()
 	var refused bool
 	require.Eventually(t, func() bool { // the stale client reconnects after a backoff
 		ok, err := guardedPut(ctx, stale.cli, fence1, resource, "stale again")

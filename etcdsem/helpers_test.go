@@ -3,10 +3,8 @@ package etcdsem_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/atomicsem/atomicsem/etcdsem"
+	"github.com/atomicsem/atomicsem/internal/faultnet"
 )
 
 // server is an etcd server run in this process on loopback, with a data
@@ -32,7 +31,7 @@ type server struct {
 	clientURL url.URL
 	peerURL   url.URL
 	etcd      *embed.Etcd
-	proxy     *proxy // if not nil, clients reach the server through it
+	proxy     *faultnet.Proxy // if not nil, clients reach the server through it
 }
 
 // startServer starts a fresh server for t and stops it when t ends.
@@ -54,7 +53,7 @@ func startServer(t testing.TB) *server {
 func startServerBehindProxy(t testing.TB) *server {
 	t.Helper()
 	srv := startServer(t)
-	srv.proxy = startProxy(t, srv.clientURL.Host)
+	srv.proxy = newProxy(t, srv.clientURL.Host)
 	return srv
 }
 
@@ -123,115 +122,34 @@ func (srv *server) stop() {
 // endpoint is the address clients dial.
 func (srv *server) endpoint() string {
 	if srv.proxy != nil {
-		return "http://" + srv.proxy.addr
+		return "http://" + srv.proxy.Addr()
 	}
 	return srv.clientURL.String()
 }
 
-// proxy forwards TCP connections to a server, and can cut them all and
-// refuse new ones, as a broken network does, until it is healed.
-type proxy struct {
-	t      testing.TB
-	addr   string // where clients connect
-	target string
-
-	mu    sync.Mutex
-	l     net.Listener          // nil while cut
-	conns map[net.Conn]struct{} // open connections, both sides
-	wg    sync.WaitGroup        // the proxy's goroutines
-}
-
-// startProxy starts a proxy to target, cut for good when t ends.
-func startProxy(t testing.TB, target string) *proxy {
+// newProxy returns a fault proxy to target, which carries etcd's gRPC
+// (HTTP/2) for the clients that dial it, closed when t ends.
+func newProxy(t testing.TB, target string) *faultnet.Proxy {
 	t.Helper()
-	p := &proxy{t: t, addr: freeAddr(t), target: target, conns: make(map[net.Conn]struct{})}
-	p.heal()
-	t.Cleanup(func() {
-		p.cut()
-		p.wg.Wait()
-	})
+	p, err := faultnet.New(target, faultnet.WithProtocol(faultnet.HTTP2))
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
 	return p
 }
 
-// heal starts accepting connections again.
-func (p *proxy) heal() {
-	p.t.Helper()
-	var l net.Listener
-	require.Eventually(p.t, func() bool {
-		var err error
-		l, err = net.Listen("tcp", p.addr)
-		return err == nil
-	}, 5*time.Second, 10*time.Millisecond, "listening on %s again", p.addr)
-	p.mu.Lock()
-	p.l = l
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				p.forward(c)
-			}()
-		}
-	}()
+// cut breaks the network between the server and the clients that reach
+// it through its proxy: their connections are reset and new ones refused,
+// until heal.
+func (srv *server) cut() {
+	srv.t.Helper()
+	require.NoError(srv.t, srv.proxy.Refuse(true))
+	srv.proxy.Reset()
 }
 
-// forward copies between c and a new connection to the target until
-// either side closes.
-func (p *proxy) forward(c net.Conn) {
-	d, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	if !p.track(c, d) {
-		c.Close()
-		d.Close()
-		return
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		io.Copy(d, c)
-		d.Close()
-	}()
-	io.Copy(c, d)
-	c.Close()
-	<-done
-	p.mu.Lock()
-	delete(p.conns, c)
-	delete(p.conns, d)
-	p.mu.Unlock()
-}
-
-// track records an open pair, unless the proxy is cut.
-func (p *proxy) track(c, d net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.l == nil {
-		return false
-	}
-	p.conns[c], p.conns[d] = struct{}{}, struct{}{}
-	return true
-}
-
-// cut closes every connection and refuses new ones.
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.l != nil {
-		p.l.Close()
-		p.l = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
+// heal lets the clients reach the server through its proxy again.
+func (srv *server) heal() {
+	srv.t.Helper()
+	require.NoError(srv.t, srv.proxy.Refuse(false))
 }
 
 // rpcCounter counts the unary calls a client makes, requests that each
@@ -321,9 +239,10 @@ type handle struct {
 
 // handleOpts are newHandle's settings.
 type handleOpts struct {
-	ttl    int         // session lease, in seconds; 10 if zero
-	direct bool        // dial the server itself, not its proxy
-	rpcs   *rpcCounter // counts the handle's calls; a counter of its own if nil
+	ttl    int             // session lease, in seconds; 10 if zero
+	direct bool            // dial the server itself, not its proxy
+	via    *faultnet.Proxy // dial this proxy (one of the handle's own) instead
+	rpcs   *rpcCounter     // counts the handle's calls; a counter of its own if nil
 	dial   []grpc.DialOption
 	opts   []etcdsem.Option
 }
@@ -349,7 +268,10 @@ func openHandle(t testing.TB, srv *server, prefix string, initial, max int64, ho
 		h.rpcs = &rpcCounter{}
 	}
 	endpoint := srv.endpoint()
-	if ho.direct {
+	switch {
+	case ho.via != nil:
+		endpoint = "http://" + ho.via.Addr()
+	case ho.direct:
 		endpoint = srv.clientURL.String()
 	}
 	cli, err := clientv3.New(clientv3.Config{

@@ -2,13 +2,13 @@ package etcdsem_test
 
 import (
 	"fmt"
-	"net/url"
 	"os"
 	"sync"
 	"testing"
 
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/goleak"
+
+	"github.com/atomicsem/atomicsem/etcdsem/internal/localetcd"
 )
 
 // TestMain fails the run if any test leaves a goroutine behind: a parked
@@ -27,14 +27,14 @@ func TestMain(m *testing.M) {
 }
 
 // example is the etcd server the examples use, started by the first of
-// them: an example has no testing.T to start one of its own.
+// them (an example has no testing.T to start one of its own): the server
+// that go run github.com/atomicsem/atomicsem/etcdsem/cmd/localetcd runs,
+// in this process, on a free loopback port.
 var example exampleServer
 
 type exampleServer struct {
-	once     sync.Once
-	dir      string
-	endpoint string
-	etcd     *embed.Etcd
+	once sync.Once
+	srv  *localetcd.Server
 }
 
 // exampleEndpoint returns the address of the examples' server, starting it
@@ -42,29 +42,15 @@ type exampleServer struct {
 func exampleEndpoint() string {
 	example.once.Do(func() {
 		var err error
-		if example.dir, err = os.MkdirTemp("", "etcdsem-example"); err != nil {
+		if example.srv, err = localetcd.Start("", ""); err != nil {
 			panic(err)
 		}
-		clientAddr, err := freeLoopback()
-		if err != nil {
-			panic(err)
-		}
-		peerAddr, err := freeLoopback()
-		if err != nil {
-			panic(err)
-		}
-		clientURL := url.URL{Scheme: "http", Host: clientAddr}
-		if example.etcd, err = startEtcd(example.dir, clientURL, url.URL{Scheme: "http", Host: peerAddr}); err != nil {
-			panic(err)
-		}
-		example.endpoint = clientURL.String()
 	})
-	return example.endpoint
+	return example.srv.Endpoint
 }
 
 func (e *exampleServer) stop() {
-	if e.etcd != nil {
-		e.etcd.Close()
-		os.RemoveAll(e.dir)
+	if e.srv != nil {
+		e.srv.Close()
 	}
 }

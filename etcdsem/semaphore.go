@@ -18,8 +18,9 @@
 // A grant is one transaction that turns the admitted waiters' keys to
 // held, made only if the config and those keys are as the view it was
 // computed from saw them, so that no grant outlives a limit change or
-// overtakes another; a release is the deletion of the holder's key, which
-// lets the waiters it admits grant themselves. A waiting Acquire watches
+// overtakes another; a release is the deletion of the holder's key, made
+// only while the key is the one the holder created, which lets the
+// waiters it admits grant themselves. A waiting Acquire watches
 // only the keys whose change can admit it (the waiter ahead of it, or the
 // holders when it is first in line) and the config, so that a change wakes
 // only the waiters it can admit. A holder whose process dies, or whose
@@ -27,6 +28,29 @@
 // deletes its keys. A holder that must not act once it has lost its
 // permits guards its writes with the Fence that AcquireFenced returns. See
 // docs/fleet.md for the key layout, the recovery bound and the argument.
+//
+// # Network faults
+//
+// A request can reach etcd late: after its client gave up on it (a reset
+// connection, a deadline) and tried again, or after the call that sent it
+// returned. Every write is therefore conditional on what its sender knew,
+// compared on etcd's revisions, which are never reused, so that a write
+// applied late changes nothing: a grant compares the config and each
+// grantee's key; a key is created only while its handle's floor key is as
+// it was when the write was sent, and a give-up moves the floor key on;
+// a release, or an Acquire that takes its key back, deletes the key only
+// while its create revision is its owner's; a partial release or a
+// Forget compares the key's mod revision. Delays, resets, duplicated
+// attempts and requests delivered late never grant more than the limit,
+// never grant out of order, and never delete a key its owner still holds,
+// even under a key name the handle uses again. What faults can do is
+// delay: a request that fails is ErrUnavailable to the caller (its outcome
+// unknown, for a change of the config) and is retried in the background
+// where it gives permits back; and a holder cut off from etcd for longer
+// than its session's TTL loses its permits when its lease runs out, which
+// Done tells it only late and the Fence guards against. The etcd client
+// needs no setting for this; docs/fleet.md says which ones shorten
+// recovery.
 //
 // Calls that go over the network take a context and return an error where
 // the in-process semaphore returns a bool or nothing; the bool (or count)
@@ -48,9 +72,19 @@
 // write) makes the Semaphore give up its session; Done is then closed and
 // Err says why.
 //
+// A process that acquires and releases many times a second leases
+// permits instead (NewPool): its Pool holds blocks of the semaphore's
+// permits, each taken by one Acquire, and serves the process's acquires
+// from them in-process, at atomicsem's cost. Every permit a pool hands out
+// is held in etcd, so the limit holds across the fleet exactly; a pool
+// gives back permits it has not used for an interval, shrinks to its fair
+// share while another process waits or the limit was lowered, and stops
+// serving before its session's lease could run out (see Pool).
+//
 // It is a run-time error to pass New a nil context, session or Option, or
-// to call a method on a nil *Semaphore or with a nil context; the panic's
-// message begins "etcdsem: " and names the argument.
+// to call a method on a nil *Semaphore, on the zero Semaphore or with a
+// nil context; the panic's message begins "etcdsem: " and names the
+// argument.
 package etcdsem
 
 import (
@@ -520,11 +554,16 @@ func (s *Semaphore) lossContext() context.Context {
 	return s.live
 }
 
-// check panics, naming op, if s is nil or ctx is: both are caller bugs
-// that would otherwise fail far from the call.
+// check panics, naming op, if s is nil or the zero Semaphore, or if ctx is
+// nil: caller bugs that would otherwise fail far from the call (a zero
+// Semaphore's maximum is 0, so its Acquire would say the request exceeds
+// it).
 func (s *Semaphore) check(op string, ctx context.Context) {
 	if s == nil {
 		panic("etcdsem: " + op + " on a nil *Semaphore")
+	}
+	if s.session == nil {
+		panic("etcdsem: " + op + " on a zero Semaphore; make one with New")
 	}
 	if ctx == nil {
 		panic("etcdsem: " + op + " with a nil context")
@@ -545,14 +584,19 @@ func (s *Semaphore) detachedContext(ctx context.Context) (context.Context, conte
 
 // rpcError turns the error of a round trip made for a caller whose context
 // is ctx into the error the caller sees: ctx.Err() if ctx is done,
-// ErrSessionLost if the session has ended, ErrUnavailable (wrapping the
-// cause) if etcd did not answer in time, and otherwise the cause, wrapped.
+// ErrSessionLost if the session has ended, or etcd refused a write because
+// its lease has (the client hears of it only at its next renewal),
+// ErrUnavailable (wrapping the cause) if etcd did not answer in time, and
+// otherwise the cause, wrapped.
 func (s *Semaphore) rpcError(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}
 	if lost := s.alive(); lost != nil {
 		return lost
+	}
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("%w: etcd no longer has its lease: %w", ErrSessionLost, err)
 	}
 	switch grpcCode(err) {
 	case codes.Unavailable, codes.DeadlineExceeded:

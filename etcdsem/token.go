@@ -21,8 +21,59 @@ func (s *Semaphore) hold(key string, n, create, granted int64, fenced bool) *hol
 	h := &holding{s: s, key: key, create: create, granted: granted, mod: granted, n: n, parts: 1}
 	if fenced {
 		h.ctx, h.cancel = context.WithCancel(s.lossContext())
+		go h.watchLoss()
 	}
 	return h
+}
+
+// watchLoss ends h.ctx, which closes the Fence's Done, once h's key is
+// deleted or holds a key of another creation while h still holds: the
+// holder has lost its permits without ending its token, so it must stop.
+// Its own writes cannot look like that: the last part ends h.ctx before it
+// deletes the key, and a partial release keeps the key's creation. It
+// returns when h.ctx ends.
+//
+// It watches the key from the revision after the grant, so that no change
+// since the grant is missed. A watch that ends while h holds (etcd
+// compacted that revision, say) is replaced by a read of the key, and a
+// watch from that read's revision on.
+func (h *holding) watchLoss() {
+	s := h.s
+	from := h.granted + 1
+	for {
+		for resp := range s.client.Watch(h.ctx, h.key, clientv3.WithRev(from)) {
+			if resp.Err() != nil {
+				break
+			}
+			for _, ev := range resp.Events {
+				if ev.Type == clientv3.EventTypeDelete || ev.Kv.CreateRevision != h.create {
+					h.cancel()
+					return
+				}
+			}
+		}
+		backoff := minBackoff
+		for {
+			if h.ctx.Err() != nil {
+				return
+			}
+			resp, err := s.client.Get(h.ctx, h.key)
+			if err == nil {
+				if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != h.create {
+					h.cancel()
+					return
+				}
+				from = resp.Header.Revision + 1
+				break
+			}
+			select {
+			case <-time.After(backoff):
+			case <-h.ctx.Done():
+				return
+			}
+			backoff = min(2*backoff, maxBackoff)
+		}
+	}
 }
 
 // token returns the token for a holding that hold has just made, before
@@ -41,10 +92,13 @@ func (h *holding) token() token.Token {
 // Its round trips are made one at a time, under mu, so that two parts
 // ended at once by two goroutines write the key's weight in order.
 //
-// Every write is a compare-and-swap on the key's mod revision as the owner
-// last wrote it, so that a write retried after a broken connection cannot
-// be made twice: if the first attempt was made, the compare fails and the
-// key shows it.
+// Every write is a compare-and-swap, so that a write retried after a
+// broken connection cannot be made twice, and an attempt that reaches etcd
+// late cannot touch a later key of the same name: a write that lowers the
+// weight compares the key's mod revision as the owner last wrote it, and
+// the deletion compares its create revision. If an earlier attempt was
+// made, the compare fails and the key shows it; a revision is never
+// reused, so no later key matches either.
 type holding struct {
 	s       *Semaphore
 	key     string
@@ -117,14 +171,27 @@ func (h *holding) end(n int64, forget bool) {
 }
 
 // write leaves the key holding h.n permits: it deletes the key if h.n is
-// 0, and lowers its weight otherwise. It requires that h.mu is held.
+// 0, and lowers its weight otherwise, each compared as the holding's
+// documentation says. It requires that h.mu is held.
 func (h *holding) write(ctx context.Context) error {
 	s := h.s
 	if h.n == 0 {
-		if _, err := s.client.Delete(ctx, h.key); err != nil {
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(h.key), "=", h.create)).
+			Then(clientv3.OpDelete(h.key)).
+			Else(clientv3.OpGet(h.key)).
+			Commit()
+		if err != nil {
 			return err
 		}
-		h.markGone()
+		if !resp.Succeeded {
+			if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+				// The name is not given back until the key is gone, so
+				// no key of the handle's can hold it.
+				return fmt.Errorf("%w: %q was created at revision %d, not %d by its owner", ErrForeignKeys, h.key, kvs[0].CreateRevision, h.create)
+			}
+		}
+		h.markGone() // deleted now, or before: by an earlier attempt, or with the lease
 		return nil
 	}
 	resp, err := s.client.Txn(ctx).

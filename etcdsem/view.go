@@ -50,21 +50,29 @@ const maxNoted = 16
 // A grantNote is what a batch grant writes into its grantees' keys beside
 // their weight, so that the waiter that watches one of them as the waiter
 // ahead learns from the watch event alone what the grant did: whether it
-// granted that waiter too (it grants a run of waiters in arrival order, so
-// every waiter up to the last grantee that fits the limit), and, where it
-// did not, which keys held permits once it was made, which the waiter, now
-// first in line, must watch. The note is exact at the grant's revision up
-// to deletions: the keys that held in the view the grant was made from,
-// and the keys it granted, are the only keys that can hold then.
+// granted that waiter too, and, where it did not, which keys held permits
+// once it was made, which the waiter, now first in line, must watch. The
+// note is exact at the grant's revision up to deletions: the keys that
+// held in the view the grant was made from, and the keys it granted, are
+// the only keys that can hold then.
 //
-// Its stored form follows the weight: the config's mod revision, the last
-// grantee's create revision, and, in the last grantee's key only, "h" and
-// one "name,mod,n" for every other key holding (name relative to the key
-// directory; mod 0 for a key the grant itself wrote):
-// "held 1 7 12 h 0a-1f-3,9,1 0b-2e-1,0,1".
+// Each grantee's note names the grantee that follows it in the batch. The
+// waiter that watches a grantee as the waiter ahead is granted too exactly
+// when it is that next grantee: the keys between the two in arrival order
+// are held or ask for more than the limit, so none of them is a grantee
+// (the note is used only under the config the waiter's view has). A batch
+// that goes on past the waiter without it did not find the waiter's key
+// (its lease has ended), and one that ends with the key ahead leaves the
+// waiter first in line.
+//
+// Its stored form follows the weight: the config's mod revision, the next
+// grantee's create revision (0 for the batch's last waiter), and, in the
+// last grantee's key only, "h" and one "name,mod,n" for every other key
+// holding (name relative to the key directory; mod 0 for a key the grant
+// itself wrote): "held 1 7 0 h 0a-1f-3,9,1 0b-2e-1,0,1".
 type grantNote struct {
 	cfgMod  int64    // the config's mod revision, which the grant compared
-	last    int64    // the create revision of the batch's last grantee
+	next    int64    // the create revision of the next grantee; 0 after the last
 	listed  bool     // holders is the list (absent where it would be too long)
 	holders []*entry // the other keys holding at the grant (mod 0: the grant's own)
 }
@@ -74,7 +82,7 @@ type grantNote struct {
 func (s *Semaphore) grantValue(n int64, note *grantNote) string {
 	var b strings.Builder
 	b.WriteString(entryValue(true, n))
-	fmt.Fprintf(&b, " %d %d", note.cfgMod, note.last)
+	fmt.Fprintf(&b, " %d %d", note.cfgMod, note.next)
 	if note.listed {
 		b.WriteString(" h")
 		for _, e := range note.holders {
@@ -92,11 +100,11 @@ func parseNote(text, keyDir string) (*grantNote, bool) {
 		return nil, true
 	}
 	cfgMod, rest, _ := strings.Cut(text, " ")
-	last, rest, _ := strings.Cut(rest, " ")
+	next, rest, _ := strings.Cut(rest, " ")
 	note := &grantNote{}
 	var err1, err2 error
 	note.cfgMod, err1 = strconv.ParseInt(cfgMod, 10, 64)
-	note.last, err2 = strconv.ParseInt(last, 10, 64)
+	note.next, err2 = strconv.ParseInt(next, 10, 64)
 	if err1 != nil || err2 != nil {
 		return nil, false
 	}

@@ -136,7 +136,7 @@ func (w *waiter) wait(v *view) (*holding, error) {
 		case st.me.held:
 			return w.granted(st.me.mod)
 		case st.closed:
-			return nil, s.takeBack(ctx, w.key, ErrClosed)
+			return nil, s.takeBack(ctx, w.key, w.create, ErrClosed)
 		case st.grantees != nil:
 			// Admitted: grant the batch, from its head. Another waiter of
 			// the batch may send the same grant; only the first commits,
@@ -146,7 +146,7 @@ func (w *waiter) wait(v *view) (*holding, error) {
 				orElse: []clientv3.Op{clientv3.OpGet(s.prefix, clientv3.WithPrefix())},
 			})
 			if err != nil {
-				return nil, s.takeBack(ctx, w.key, s.rpcError(ctx, err))
+				return nil, s.takeBack(ctx, w.key, w.create, s.rpcError(ctx, err))
 			}
 			if resp.Succeeded && slices.Contains(st.grantees, st.me) {
 				return w.granted(resp.Header.Revision)
@@ -159,13 +159,13 @@ func (w *waiter) wait(v *view) (*holding, error) {
 				v, err = s.viewOf(resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
 			}
 			if err != nil {
-				return nil, s.takeBack(ctx, w.key, err)
+				return nil, s.takeBack(ctx, w.key, w.create, err)
 			}
 			continue
 		}
 		var err error
 		if v, err = w.follow(v); err != nil {
-			return nil, s.takeBack(ctx, w.key, err)
+			return nil, s.takeBack(ctx, w.key, w.create, err)
 		}
 	}
 }
@@ -293,6 +293,13 @@ func (w *waiter) targetsHold(v *view) bool {
 // (aheadTakesAll). The view keeps its revision, so that a watch chosen
 // from it later starts early enough to see the changes to keys it did not
 // watch.
+//
+// A key that events create is left out of v: handles use key names again,
+// so a watch on a holder's key can deliver the deletion of the key and
+// then a new key of the same name, a later arrival, which is behind the
+// waiter and cannot admit it. The view does not hold the other keys that
+// arrived since its revision, which may be ahead of that one; a batch
+// grant computed with it would let it overtake them.
 func (w *waiter) absorb(v *view, events []*clientv3.Event) (bool, error) {
 	if v.assumed && touches(v, events, w.s.cfgKey) {
 		return false, nil // the view's holders rest on the config being unchanged
@@ -308,6 +315,11 @@ func (w *waiter) absorb(v *view, events []*clientv3.Event) (bool, error) {
 	rev := v.rev
 	err := w.s.applyEvents(v, events)
 	v.rev = rev
+	for key, e := range v.entries {
+		if e.create > rev && key != w.key {
+			delete(v.entries, key)
+		}
+	}
 	return true, err
 }
 
@@ -387,10 +399,11 @@ func (w *waiter) dropAhead(v *view, me, ahead *entry) {
 // handOff brings into v the grant of the waiter ahead from the note the
 // grant wrote (see grantNote), and reports whether it did. The note was
 // written under the config v has, or handOff does nothing. Where the
-// batch reached the waiter (its last grantee arrived no earlier), the
-// waiter is granted too, at the grant's revision: grants go in arrival
-// order and the waiter fits the limit, so a batch that granted a waiter
-// no earlier than it granted it. Otherwise
+// note names the waiter as the grantee after the key ahead, the waiter is
+// granted too, at the grant's revision (the grant compared its key, so it
+// was still waiting). Where it names another, the grant's view did not
+// hold the waiter's key, and the waiter reads the semaphore to find out
+// why. Where it names none, the batch ended with the key ahead:
 // the waiter is now first in line, and the note lists the keys that can
 // hold: v becomes those keys and the waiter's own, instead of a read of
 // the semaphore. A listed key may have been deleted since the grant's
@@ -410,9 +423,13 @@ func (w *waiter) handOff(v *view, events []*clientv3.Event) bool {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if me.create <= note.last {
+	switch note.next {
+	case me.create:
 		v.entries[w.key] = &entry{key: w.key, create: me.create, mod: e.mod, n: me.n, held: true}
 		return true
+	case 0:
+	default:
+		return false // the batch went on without the waiter's key: read it
 	}
 	if !note.listed {
 		return false
@@ -511,7 +528,7 @@ func (w *waiter) unwatch() {
 // over a grant, and the permits go back.
 func (w *waiter) granted(mod int64) (*holding, error) {
 	if err := w.ctx.Err(); err != nil {
-		return nil, w.s.takeBack(w.ctx, w.key, err)
+		return nil, w.s.takeBack(w.ctx, w.key, w.create, err)
 	}
 	return w.s.hold(w.key, w.n, w.create, mod, w.fenced), nil
 }

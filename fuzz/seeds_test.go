@@ -61,6 +61,11 @@ var semaphoreSeeds = [][]byte{
 	// barging New(3, 5): Acquire(3), SetLimit(1), Forget in debt leaves
 	// the limit at zero, TryRelease(5).
 	{1, 24, 40, 1, 0, 24, 7, 0, 8, 4, 0, 6, 0, 40},
+	// With a permit cache (0x40), New(MaxPermits, MaxPermits): Acquire(1)
+	// and TryAcquire(1) draw a block into the stripe, SetLimit(held)
+	// leaves nothing free, TryAcquire(1) refused, both released,
+	// TryAcquire(available), released, WaitIdle, Close.
+	{0x40, 4, 4, 1, 0, 8, 2, 0, 8, 7, 5, 2, 2, 0, 8, 3, 0, 3, 0, 2, 1, 2, 3, 0, 11, 1, 8},
 }
 
 // autoResetSeeds are operation sequences: 0 Set, 1 Reset, 2 TryWait,

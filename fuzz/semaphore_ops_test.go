@@ -15,7 +15,8 @@ import (
 
 // FuzzSemaphoreOps drives one real Semaphore and the model through the same
 // sequence of operations from a single goroutine, in FIFO or barging mode,
-// and compares every result and, after every step, Stats. Tokens are
+// with or without a permit cache, and compares every result and, after
+// every step, Stats. Tokens are
 // released, forgotten and split; a WaitIdle is issued only when the model
 // says it returns at once. With one goroutine nothing ever waits, so the two
 // modes must behave alike; an Acquire with a live context is only issued
@@ -65,9 +66,16 @@ func newOpsRun(t *testing.T, d *decoder) *opsRun {
 	t.Helper()
 	var opts []atomicsem.Option
 	mode := "fifo"
-	if d.next()%2 == 1 {
+	sel := d.next()
+	if sel%2 == 1 {
 		opts = append(opts, atomicsem.WithBarging())
 		mode = "barging"
+	}
+	if sel&0x40 != 0 {
+		// Its stripes are on once the limit is in the thousands or more,
+		// which the decoder's large counts and the anchors reach.
+		opts = append(opts, atomicsem.WithPermitCache())
+		mode += ", permit cache"
 	}
 	initial, maxP := d.permits(), d.permits()
 	r := &opsRun{t: t}

@@ -18,19 +18,45 @@
 //
 // A table holds at most its cap of keys (WithMaxKeys; DefaultMaxKeys
 // otherwise). A new key that finds the table full first drops entries
-// indistinguishable from new ones, looking at up to 64 in its own shard
-// and as many again in others; if it finds none, the new key is refused: the blocking calls return ErrTooManyKeys, and the
-// non-blocking ones report false. A key in the middle of its limit is never
-// dropped, so the cap never resets anyone's limit: under a flood of new keys
-// the keys already limited keep their limits, and the flood is refused.
+// indistinguishable from new ones; if it finds none, the new key is
+// refused: the blocking calls return ErrTooManyKeys, and the non-blocking
+// ones report false. A key in the middle of its limit is never dropped, so
+// the cap never resets anyone's limit: under a flood of new keys the keys
+// already limited keep their limits, and the flood is refused.
+//
+// A Limiter finds every entry that can be dropped: each shard keeps its
+// entries in order of the moment each may become droppable, so a new key
+// looks only where one is due. A new key is refused only if, when it
+// looked at each shard, no entry of the table could be dropped, or if the
+// room it made was taken by other new keys first, five times over.
+//
+// A Semaphores table cannot see a key become idle: a token goes back to
+// its key's semaphore, not through the table. A new key that finds it full
+// looks at up to 64 entries of its own shard and as many again in others,
+// and is refused if none of those can be dropped, even while an idle entry
+// lies elsewhere. Sweep drops every idle entry; a program whose table of
+// semaphores runs at its cap calls it from a ticker.
 //
 // # Concurrency
 //
-// The table is split into shards, each a map under its own mutex, chosen by
-// the key's hash. A call on a key already present takes its shard's lock
-// for a map lookup and one operation on the key's entry, with no
+// The table is split into shards, each a hash table under its own mutex,
+// chosen by the key's hash. A call on a key already present takes its
+// shard's lock for a lookup and one operation on the key's entry, with no
 // allocation; calls that wait let go of the lock while they wait. No lock
 // covers the whole table.
+//
+// # Memory
+//
+// A shard keeps its keys in one slice, each key's string beside its
+// entry, and finds them through an index of 4-byte slots, of which each
+// key has between 4/3 and 8/3. A key of a Limiter costs 52 bytes of
+// slices (its string header, a credit.State, the moment from which it may
+// be dropped, and the number of its slot) and its slots; a key of
+// Semaphores costs 28 bytes, its slots, and its semaphore. The key's own
+// bytes are the caller's string, which the table keeps. A shard's slices
+// and index grow at once, under the shard's lock, as keys are added, and
+// shrink as keys are dropped, so that Sweep gives back the memory of the
+// keys it drops.
 package keyed
 
 import (
@@ -39,8 +65,8 @@ import (
 )
 
 // ErrTooManyKeys is returned when a call would add a key to a table that
-// holds its cap of keys, none of which can be dropped without changing an
-// answer.
+// holds its cap of keys and finds none it can drop without changing an
+// answer (see "The cap on keys" above for where each table looks).
 var ErrTooManyKeys = errors.New("keyed: too many keys")
 
 // ErrInvalidMaxKeys is returned (wrapped, with the number) by the
@@ -55,13 +81,17 @@ const DefaultMaxKeys = 1 << 20
 type Option func(*options)
 
 type options struct {
-	maxKeys  int64
-	maxLimit int64 // -1 unless set
+	maxKeys     int64
+	maxLimit    int64
+	hasMaxLimit bool
 }
 
 func makeOptions(opts []Option) (options, error) {
-	o := options{maxKeys: DefaultMaxKeys, maxLimit: -1}
+	o := options{maxKeys: DefaultMaxKeys}
 	for _, opt := range opts {
+		if opt == nil {
+			panic("keyed: nil Option")
+		}
 		opt(&o)
 	}
 	if o.maxKeys < 1 {

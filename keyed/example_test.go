@@ -68,6 +68,6 @@ func ExampleMiddleware() {
 	// Output:
 	// 200 RateLimit: "default";r=1;t=30 Retry-After: ""
 	// 200 RateLimit: "default";r=0;t=60 Retry-After: ""
-	// 429 RateLimit: "default";r=0;t=60 Retry-After: "30"
+	// 429 RateLimit: "default";r=0;t=30 Retry-After: "30"
 	// RateLimit-Policy: "default";q=2;w=60
 }

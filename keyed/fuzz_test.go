@@ -71,6 +71,9 @@ func FuzzKeysConcurrent(f *testing.F) {
 			}()
 		}
 		wg.Wait()
+		if err := keyed.CheckDue(l); err != nil {
+			t.Error(err)
+		}
 		s.Sweep()
 		if s.Len() != 0 {
 			t.Errorf("%d semaphore keys left with nothing held", s.Len())

@@ -16,20 +16,26 @@ import (
 // default (see WithTrustedHeader and WithIPv6Prefix), or what WithKeyFunc
 // says.
 //
-// Every response it passes on or refuses carries the httpapi working
-// group's rate-limit fields for the key's bucket:
+// Every response carries the httpapi working group's RateLimit-Policy
+// field, and every response it passes on or refuses for the key's credit
+// the RateLimit field for the key's bucket:
 //
 //	RateLimit-Policy: "default";q=BURST;w=SECONDS
 //	RateLimit: "default";r=BALANCE;t=SECONDS
 //
 // where q is the burst, w the seconds a bucket takes to fill from empty
-// (rounded up), r the credit left to the key, and t the seconds until its
-// bucket is full again (rounded up; left out at a rate of zero). A request
-// whose key has no credit left is answered 429 Too Many Requests with
-// Retry-After, in seconds rounded up, saying when a credit will have
-// accrued (left out at a rate of zero); one whose key is new
-// while l's table is full (ErrTooManyKeys) is answered 503 Service
-// Unavailable with a Retry-After of one second. WithRejection replaces
+// (rounded up), and r the credit left to the key. On a request passed on,
+// t is the seconds until the key's bucket is full again. A request whose
+// key has no credit for it is answered 429 Too Many Requests, and there t
+// names the same moment as Retry-After, the seconds until the request
+// would be allowed: until accrual covers it after the credit that the
+// key's waiting Spend and Acquire calls are owed, counting credit
+// reserved from the key as spent (Decision.RetryIn). Both are rounded up,
+// so a refusal always names a wait of at least one second; at a rate of
+// zero, where accrual never covers it, both are left out. A request whose
+// key is new while l's table is full (ErrTooManyKeys) is answered 503
+// Service Unavailable with a Retry-After of one second and no RateLimit
+// field, as the key has no bucket to describe. WithRejection replaces
 // either answer; the fields are set before it runs.
 //
 // The middleware sets header fields before the wrapped handler runs and
@@ -76,14 +82,29 @@ func WithKeyFunc(key func(r *http.Request) string) HTTPOption {
 
 // WithTrustedHeader makes Middleware take the client's address from the
 // request header field name, as set by a proxy in front of the server that
-// the server trusts, instead of from the connection's remote address. If
-// the field holds a list (as X-Forwarded-For does), the last address is
-// taken: the one the trusted proxy saw. A request without the field, or
-// whose field does not end in an address, is limited by its remote
-// address.
+// the server trusts, instead of from the connection's remote address.
 //
-// Trust only a field that the proxy always sets, overwriting what the
-// client sent: otherwise any client can pick its own key.
+// The field's lines are one comma-separated list, as RFC 9110 (section
+// 5.3) makes repeated lines of a field, and the last element of the list
+// is taken, empty elements skipped: the one the trusted proxy added, after
+// whatever the client sent, whether the proxy appended it to the client's
+// line (X-Forwarded-For: client, proxy-seen) or added a line of its own,
+// as HAProxy's option forwardfor does. An element is an address, IPv4 or
+// IPv6, with or without a port, IPv6 with or without brackets.
+//
+// If name is Forwarded (RFC 7239), the element taken is the last of the
+// combined list, and the address is the value of its for parameter
+// (matched without regard to case, its value quoted or not):
+//
+//	Forwarded: for=192.0.2.60;proto=https, for="[2001:db8:cafe::17]:4711"
+//
+// limits 2001:db8:cafe::17. A request without the field, or whose last
+// element holds no address (an obfuscated identifier such as for=_hidden,
+// for=unknown, an element without for), is limited by its remote address:
+// the proxy's, which no client can choose.
+//
+// Trust only a field that the proxy always sets or appends to: a client
+// that reaches the server around the proxy picks its own key.
 func WithTrustedHeader(name string) HTTPOption {
 	name = http.CanonicalHeaderKey(name)
 	return func(m *middleware) { m.header = name }
@@ -139,25 +160,32 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d, err := m.l.Take(m.key(r), 1)
 	hdr := w.Header()
 	hdr.Set("RateLimit-Policy", m.policy)
+	if err != nil {
+		hdr.Set("Retry-After", "1")
+		m.refuse(w, r, err, http.StatusServiceUnavailable)
+		return
+	}
+	// t is when the bucket is full on a request passed on, and when the
+	// request would be allowed on a refusal, the moment Retry-After names.
+	t := d.FullIn
+	if !d.Spent {
+		t = d.RetryIn
+	}
 	var buf [64]byte
 	rl := append(append(buf[:0], m.name...), ";r="...)
 	rl = strconv.AppendInt(rl, d.Balance, 10)
-	if d.FullIn >= 0 {
-		rl = appendSeconds(append(rl, ";t="...), d.FullIn)
+	if t >= 0 {
+		rl = appendSeconds(append(rl, ";t="...), t)
 	}
 	hdr.Set("RateLimit", string(rl))
-	switch {
-	case err != nil:
-		hdr.Set("Retry-After", "1")
-		m.refuse(w, r, err, http.StatusServiceUnavailable)
-	case !d.Spent:
-		if d.RetryIn >= 0 {
-			hdr.Set("Retry-After", seconds(d.RetryIn))
+	if !d.Spent {
+		if t >= 0 {
+			hdr.Set("Retry-After", seconds(t))
 		}
 		m.refuse(w, r, ErrLimited, http.StatusTooManyRequests)
-	default:
-		h.next.ServeHTTP(w, r)
+		return
 	}
+	h.next.ServeHTTP(w, r)
 }
 
 // ErrLimited is what Rejected reports for a request that Middleware refused
@@ -168,8 +196,12 @@ type rejectedKey struct{}
 
 // Rejected returns, inside a handler given to WithRejection, why
 // Middleware refused r: ErrLimited or ErrTooManyKeys. It returns nil for a
-// request Middleware did not refuse.
+// request Middleware did not refuse. It is a run-time error to pass a nil
+// request; the panic's message begins "keyed: ".
 func Rejected(r *http.Request) error {
+	if r == nil {
+		panic("keyed: Rejected(nil)")
+	}
 	err, _ := r.Context().Value(rejectedKey{}).(error)
 	return err
 }
@@ -196,11 +228,8 @@ func (m *middleware) policyField() string {
 // ipv6Bits.
 func (m *middleware) clientKey(r *http.Request) string {
 	if m.header != "" {
-		if v := r.Header.Get(m.header); v != "" {
-			if i := strings.LastIndexByte(v, ','); i >= 0 {
-				v = v[i+1:]
-			}
-			if a, ok := parseAddr(strings.TrimSpace(v)); ok {
+		if lines := r.Header[m.header]; len(lines) > 0 {
+			if a, ok := forwardedAddr(lines, m.header == "Forwarded"); ok {
 				return m.keyOf(a)
 			}
 		}
@@ -225,6 +254,95 @@ func (m *middleware) keyOf(a netip.Addr) string {
 		return p.String()
 	}
 	return a.String()
+}
+
+// forwardedAddr returns the address in the last non-empty element of the
+// field lines, taken as one list, or false if it holds none. With rfc7239
+// the element is a Forwarded element, whose for parameter holds the
+// address.
+func forwardedAddr(lines []string, rfc7239 bool) (netip.Addr, bool) {
+	for i := len(lines) - 1; i >= 0; i-- {
+		elem, ok := lastElement(lines[i])
+		if !ok {
+			continue // a line of empty elements adds nothing to the list
+		}
+		if rfc7239 {
+			elem = forParam(elem)
+		}
+		return parseAddr(elem)
+	}
+	return netip.Addr{}, false
+}
+
+// lastElement returns the last non-empty element of a comma-separated
+// list, trimmed, and false if every element is empty. Commas inside a
+// quoted string do not separate elements (RFC 9110, section 5.6.4).
+func lastElement(line string) (string, bool) {
+	last := ""
+	for {
+		i := nextSep(line, ',')
+		if e := strings.TrimSpace(line[:i]); e != "" {
+			last = e
+		}
+		if i == len(line) {
+			return last, last != ""
+		}
+		line = line[i+1:]
+	}
+}
+
+// forParam returns the value of the for parameter of a Forwarded element
+// (pairs name=value separated by semicolons, value a token or a quoted
+// string), unquoted, or "" if it has none.
+func forParam(elem string) string {
+	for {
+		i := nextSep(elem, ';')
+		name, value, ok := strings.Cut(elem[:i], "=")
+		if ok && strings.EqualFold(strings.TrimSpace(name), "for") {
+			return unquote(strings.TrimSpace(value))
+		}
+		if i == len(elem) {
+			return ""
+		}
+		elem = elem[i+1:]
+	}
+}
+
+// nextSep returns the index of the first sep in s outside a quoted string,
+// or len(s) if there is none.
+func nextSep(s string, sep byte) int {
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quoted && c == '\\':
+			i++ // the escaped character
+		case c == '"':
+			quoted = !quoted
+		case c == sep && !quoted:
+			return i
+		}
+	}
+	return len(s)
+}
+
+// unquote returns a quoted string's content with its escapes undone, or s
+// itself if it is not quoted.
+func unquote(s string) string {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return s
+	}
+	s = s[1 : len(s)-1]
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // parseAddr parses an address with or without a port, IPv6 in brackets or

@@ -45,7 +45,7 @@ func TestMiddlewareLimitsByClientAddress(t *testing.T) {
 		w = serve(h, "192.0.2.1:3000")
 		require.Equal(t, http.StatusTooManyRequests, w.Code)
 		require.Equal(t, "2", w.Header().Get("Retry-After"))
-		require.Equal(t, `"default";r=0;t=4`, w.Header().Get("RateLimit"))
+		require.Equal(t, `"default";r=0;t=2`, w.Header().Get("RateLimit"), "t names the moment Retry-After does")
 
 		require.Equal(t, http.StatusOK, serve(h, "192.0.2.2:1000").Code, "another address has its own key")
 		time.Sleep(2 * time.Second)
@@ -89,6 +89,8 @@ func TestMiddlewareTooManyKeysAndRejection(t *testing.T) {
 	w := serve(h, "192.0.2.2:1")
 	require.Equal(t, http.StatusServiceUnavailable, w.Code)
 	require.Equal(t, "1", w.Header().Get("Retry-After"))
+	require.Equal(t, `"default";q=1`, w.Header().Get("RateLimit-Policy"))
+	require.NotContains(t, w.Header(), "Ratelimit", "a key refused at the cap has no bucket to describe")
 
 	var why []error
 	l, err = keyed.NewLimiter(0, 1, keyed.WithMaxKeys(1))

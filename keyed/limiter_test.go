@@ -252,6 +252,7 @@ func TestLimiterDroppingChangesNoAnswer(t *testing.T) {
 					time.Sleep(time.Duration(r.Int64N(int64(time.Millisecond))))
 				}
 				require.LessOrEqual(t, l.Len(), maxKeys, where)
+				require.NoError(t, keyed.CheckDue(l), where)
 				for _, k := range keys {
 					got, _ := l.Balance(k)
 					require.Equal(t, bucket(k).Stats().Balance, got, "%s: balance of %s", where, k)
@@ -286,6 +287,7 @@ func TestLimiterReleaseWakesWaiterAndCancelledHeadHandsOn(t *testing.T) {
 		require.NoError(t, <-second, "a Release wakes the front")
 		bal, _ := l.Balance("k")
 		require.EqualValues(t, 1, bal)
+		require.NoError(t, keyed.CheckDue(l))
 	})
 }
 
@@ -346,6 +348,24 @@ func TestLimiterKeyWithALineIsNotDropped(t *testing.T) {
 			bal, present := l.Balance("k")
 			require.True(t, present, "a bucket spent from at rate 0 is not new")
 			require.Zero(t, bal)
+			require.NoError(t, keyed.CheckDue(l))
 		})
 	}
+}
+
+// The k-th credit of a stream of waiting spends on one key accrues at
+// exactly k/rate: at 7 a minute with a burst of 1, the 7th Spend returns
+// at 60 s to the nanosecond, not a few nanoseconds later.
+func TestLimiterPacingDoesNotDrift(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := keyed.MustNewLimiter(7.0/60, 1)
+		require.True(t, l.TrySpend("k", 1))
+		start := time.Now()
+		for k := int64(1); k <= 14; k++ {
+			require.NoError(t, l.Spend(context.Background(), "k", 1))
+			// ⌈k·60/7 s⌉ in nanoseconds.
+			want := time.Duration((k*60_000_000_000 + 6) / 7)
+			require.Equal(t, want, time.Since(start), "credit %d", k)
+		}
+	})
 }

@@ -43,6 +43,17 @@ func TestMisusePanicsWithPrefix(t *testing.T) {
 		{"WithRejection nil", func() { keyed.WithRejection(nil) }},
 		{"WithIPv6Prefix 129", func() { keyed.WithIPv6Prefix(129) }},
 		{"WithIPv6Prefix -1", func() { keyed.WithIPv6Prefix(-1) }},
+		{"NewLimiter nil option", func() { _, _ = keyed.NewLimiter(1, 1, nil) }},
+		{"NewLimiter nil option after one", func() { _, _ = keyed.NewLimiter(1, 1, keyed.WithMaxKeys(3), nil) }},
+		{"NewSemaphores nil option", func() { _, _ = keyed.NewSemaphores(1, nil) }},
+		{"MustNewSemaphores nil option", func() { keyed.MustNewSemaphores(1, nil) }},
+		{"Rejected nil", func() { _ = keyed.Rejected(nil) }},
+		{"zero Limiter TrySpend", func() { new(keyed.Limiter).TrySpend("k", 1) }},
+		{"zero Limiter Take", func() { _, _ = new(keyed.Limiter).Take("k", 1) }},
+		{"zero Limiter Balance", func() { new(keyed.Limiter).Balance("k") }},
+		{"zero Semaphores TryAcquire", func() { new(keyed.Semaphores).TryAcquire("k", 1) }},
+		{"zero Semaphores Acquire", func() { _, _ = new(keyed.Semaphores).Acquire(context.Background(), "k", 1) }},
+		{"zero Semaphores KeyStats", func() { new(keyed.Semaphores).KeyStats("k") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,11 +2,11 @@ package keyed
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
+	"github.com/atomicsem/atomicsem/internal/errs"
 	"github.com/atomicsem/atomicsem/token"
 )
 
@@ -27,8 +27,8 @@ import (
 // return of the Acquire or TryAcquire of the same key that obtains the
 // released permits.
 //
-// A Semaphores must be made with NewSemaphores; the zero value is not
-// usable.
+// A Semaphores must be made with NewSemaphores: the zero value is not
+// usable, and its methods panic.
 type Semaphores struct {
 	t        table[*semEntry]
 	setMu    sync.Mutex   // serializes SetLimit
@@ -52,20 +52,21 @@ type semEntry struct {
 // permits. WithMaxLimit sets how far SetLimit and SetKeyLimit may raise a
 // limit later, limit itself by default; WithMaxKeys sets the cap on keys.
 //
-// NewSemaphores returns atomicsem.ErrInvalidPermits (wrapped) unless
-// 0 ≤ limit ≤ max ≤ atomicsem.MaxPermits, and ErrInvalidMaxKeys for a cap
-// below 1.
+// NewSemaphores returns an error matching atomicsem.ErrInvalidPermits
+// unless 0 ≤ limit ≤ max ≤ atomicsem.MaxPermits (a negative WithMaxLimit
+// included), and ErrInvalidMaxKeys for a cap below 1. It panics if an
+// option is nil.
 func NewSemaphores(limit int64, opts ...Option) (*Semaphores, error) {
 	o, err := makeOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	if o.maxLimit < 0 {
+	if !o.hasMaxLimit {
 		o.maxLimit = limit
 	}
 	if limit < 0 || limit > o.maxLimit || o.maxLimit > atomicsem.MaxPermits {
-		return nil, fmt.Errorf("%w: keyed: NewSemaphores(%d) with max %d needs 0 ≤ limit ≤ max ≤ %d",
-			atomicsem.ErrInvalidPermits, limit, o.maxLimit, atomicsem.MaxPermits)
+		return nil, errs.Errorf(atomicsem.ErrInvalidPermits, "keyed: NewSemaphores(%d) with max %d needs 0 ≤ limit ≤ max ≤ %d",
+			limit, o.maxLimit, atomicsem.MaxPermits)
 	}
 	s := &Semaphores{maxLimit: o.maxLimit}
 	s.limit.Store(limit)
@@ -78,13 +79,17 @@ func NewSemaphores(limit int64, opts ...Option) (*Semaphores, error) {
 // fails at once with atomicsem.ErrExceedsMax. Without it the maximum is the
 // limit given to NewSemaphores. It has no effect on a Limiter.
 func WithMaxLimit(max int64) Option {
-	return func(o *options) { o.maxLimit = max }
+	return func(o *options) { o.maxLimit, o.hasMaxLimit = max, true }
 }
 
-// valid panics if s is nil, so that misuse fails with the package's name.
+// valid panics if s is nil or the zero Semaphores, so that misuse fails
+// with the package's name.
 func (s *Semaphores) valid() {
 	if s == nil {
 		panic("keyed: method called on a nil *Semaphores")
+	}
+	if s.t.max == 0 {
+		panic("keyed: method called on a zero Semaphores; make one with NewSemaphores")
 	}
 }
 
@@ -92,10 +97,10 @@ func (s *Semaphores) valid() {
 // of n permits, before any entry is made for it.
 func (s *Semaphores) checkRequest(n int64) error {
 	if n < 0 || n > atomicsem.MaxPermits {
-		return fmt.Errorf("%w: keyed: requested %d", atomicsem.ErrInvalidPermits, n)
+		return errs.Errorf(atomicsem.ErrInvalidPermits, "keyed: requested %d", n)
 	}
 	if n > s.maxLimit {
-		return fmt.Errorf("%w: keyed: requested %d, max %d", atomicsem.ErrExceedsMax, n, s.maxLimit)
+		return errs.Errorf(atomicsem.ErrExceedsMax, "keyed: requested %d, max %d", n, s.maxLimit)
 	}
 	return nil
 }
@@ -107,9 +112,10 @@ func (s *Semaphores) newEntry() *semEntry {
 	return &semEntry{sem: atomicsem.MustNew(s.limit.Load(), s.maxLimit)}
 }
 
-// idle reports whether e is indistinguishable from a new entry. It
-// requires that e's shard is locked.
-func (s *Semaphores) idle(_ *shard[*semEntry], _ string, e *semEntry) bool {
+// idle reports whether the entry at place i of sh is indistinguishable
+// from a new one. It requires that sh is locked.
+func (s *Semaphores) idle(sh *shard[*semEntry], i int) bool {
+	e := sh.ents[i].v
 	if e.own || e.waiting.Load() != 0 {
 		return false
 	}
@@ -129,26 +135,26 @@ func (s *Semaphores) TryAcquire(key string, n int64) (token.Token, bool) {
 	if s.checkRequest(n) != nil {
 		return token.Token{}, false
 	}
-	sh := s.t.shardOf(key)
+	sh, hi := s.t.locate(key)
 	sh.mu.Lock()
-	if e := sh.m[key]; e != nil {
+	if i, _ := sh.find(key, hi); i >= 0 {
 		defer sh.mu.Unlock()
-		return e.sem.TryAcquire(n)
+		return sh.ents[i].v.sem.TryAcquire(n)
 	}
 	sh.mu.Unlock()
-	return s.tryAcquireNew(sh, key, n)
+	return s.tryAcquireNew(sh, key, hi, n)
 }
 
 // tryAcquireNew is TryAcquire for a key that was absent, outlined so that
 // the path for a key present stays small.
-func (s *Semaphores) tryAcquireNew(sh *shard[*semEntry], key string, n int64) (token.Token, bool) {
+func (s *Semaphores) tryAcquireNew(sh *shard[*semEntry], key string, hi uint32, n int64) (token.Token, bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e, err := s.t.insert(sh, key, s.newEntry)
+	i, _, err := s.t.insert(sh, key, hi, s.newEntry)
 	if err != nil {
 		return token.Token{}, false
 	}
-	return e.sem.TryAcquire(n)
+	return sh.ents[i].v.sem.TryAcquire(n)
 }
 
 // Acquire blocks until n permits of key's semaphore are granted, then
@@ -184,13 +190,14 @@ func (s *Semaphores) Acquire(ctx context.Context, key string, n int64) (token.To
 // enter returns key's entry, made if absent, counted as waited on so that
 // it is not dropped until wait is done with it.
 func (s *Semaphores) enter(key string) (*semEntry, error) {
-	sh := s.t.shardOf(key)
+	sh, hi := s.t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e, err := s.t.insert(sh, key, s.newEntry)
+	i, _, err := s.t.insert(sh, key, hi, s.newEntry)
 	if err != nil {
 		return nil, err
 	}
+	e := sh.ents[i].v
 	e.waiting.Add(1)
 	return e, nil
 }
@@ -228,10 +235,10 @@ func (s *Semaphores) SetLimit(limit int64) error {
 
 func (s *Semaphores) checkLimit(limit int64) error {
 	if limit < 0 {
-		return fmt.Errorf("%w: keyed: limit %d", atomicsem.ErrInvalidPermits, limit)
+		return errs.Errorf(atomicsem.ErrInvalidPermits, "keyed: limit %d", limit)
 	}
 	if limit > s.maxLimit {
-		return fmt.Errorf("%w: keyed: limit %d, max %d", atomicsem.ErrExceedsMax, limit, s.maxLimit)
+		return errs.Errorf(atomicsem.ErrExceedsMax, "keyed: limit %d, max %d", limit, s.maxLimit)
 	}
 	return nil
 }
@@ -246,13 +253,14 @@ func (s *Semaphores) SetKeyLimit(key string, limit int64) error {
 	if err := s.checkLimit(limit); err != nil {
 		return err
 	}
-	sh := s.t.shardOf(key)
+	sh, hi := s.t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e, err := s.t.insert(sh, key, s.newEntry)
+	i, _, err := s.t.insert(sh, key, hi, s.newEntry)
 	if err != nil {
 		return err
 	}
+	e := sh.ents[i].v
 	e.own = true
 	_ = e.sem.SetLimit(limit) // within [0, max]: cannot fail
 	return nil
@@ -267,10 +275,11 @@ func (s *Semaphores) ResetKeyLimit(key string) {
 	// a shared limit that SetLimit has just replaced.
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
-	sh := s.t.shardOf(key)
+	sh, hi := s.t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e := sh.m[key]; e != nil && e.own {
+	if i, _ := sh.find(key, hi); i >= 0 && sh.ents[i].v.own {
+		e := sh.ents[i].v
 		e.own = false
 		_ = e.sem.SetLimit(s.limit.Load())
 	}
@@ -281,11 +290,11 @@ func (s *Semaphores) ResetKeyLimit(key string) {
 // holds no entry for key: the two are indistinguishable.
 func (s *Semaphores) KeyStats(key string) (atomicsem.Stats, bool) {
 	s.valid()
-	sh := s.t.shardOf(key)
+	sh, hi := s.t.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e := sh.m[key]; e != nil {
-		return e.sem.Stats(), true
+	if i, _ := sh.find(key, hi); i >= 0 {
+		return sh.ents[i].v.sem.Stats(), true
 	}
 	l := s.limit.Load()
 	return atomicsem.Stats{Available: l, Limit: l, Max: s.maxLimit}, false

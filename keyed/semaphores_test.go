@@ -158,6 +158,13 @@ func TestSemaphoresBadInput(t *testing.T) {
 	require.ErrorIs(t, err, atomicsem.ErrInvalidPermits)
 	_, err = keyed.NewSemaphores(1, keyed.WithMaxKeys(0))
 	require.ErrorIs(t, err, keyed.ErrInvalidMaxKeys)
+	for _, max := range []int64{-5, -1} {
+		s, err := keyed.NewSemaphores(0, keyed.WithMaxLimit(max))
+		require.ErrorIs(t, err, atomicsem.ErrInvalidPermits, "WithMaxLimit(%d)", max)
+		require.Nil(t, s)
+		_, err = keyed.NewSemaphores(5, keyed.WithMaxLimit(max))
+		require.ErrorIs(t, err, atomicsem.ErrInvalidPermits, "WithMaxLimit(%d)", max)
+	}
 
 	s, err := keyed.NewSemaphores(2)
 	require.NoError(t, err)

@@ -3,8 +3,6 @@ package keyed
 import (
 	"context"
 	"time"
-
-	"github.com/atomicsem/atomicsem/credit"
 )
 
 // waitLine is the line of Spend and Acquire calls waiting on one key of a
@@ -41,7 +39,7 @@ func (w *waiter) poke() {
 
 // join puts a waiter for n credits at the end of key's line. It requires
 // that sh is locked.
-func join(sh *shard[*credit.State], key string, n int64, reserve bool, now int64) *waiter {
+func join(sh *limShard, key string, n int64, reserve bool, now int64) *waiter {
 	w := &waiter{n: n, reserve: reserve, since: now, wake: make(chan struct{}, 1)}
 	if sh.lines == nil {
 		sh.lines = make(map[string]*waitLine)
@@ -58,8 +56,9 @@ func join(sh *shard[*credit.State], key string, n int64, reserve bool, now int64
 }
 
 // leave takes w out of key's line and, if it was at the front, makes the
-// next waiter the front from now. It requires that sh is locked.
-func leave(sh *shard[*credit.State], key string, w *waiter, now int64) {
+// next waiter the front from now; the entry of a key whose line empties
+// may be droppable sooner. It requires that sh is locked.
+func (l *Limiter) leave(sh *limShard, key string, hi uint32, w *waiter, now int64) {
 	line := sh.lines[key]
 	if w.prev != nil {
 		w.prev.next = w.next
@@ -77,11 +76,13 @@ func leave(sh *shard[*credit.State], key string, w *waiter, now int64) {
 	}
 	if line.head == nil {
 		delete(sh.lines, key)
+		i, _ := sh.find(key, hi) // present: a key with a line is not dropped
+		l.lowerDue(sh, i, now)
 	}
 }
 
 // wait waits in key's line until w takes its credit, or ctx is done.
-func (l *Limiter) wait(ctx context.Context, sh *shard[*credit.State], key string, w *waiter) error {
+func (l *Limiter) wait(ctx context.Context, sh *limShard, key string, hi uint32, w *waiter) error {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -94,7 +95,7 @@ func (l *Limiter) wait(ctx context.Context, sh *shard[*credit.State], key string
 		if sh.lines[key].head == w {
 			// The front: take the credit if it has accrued, else sleep
 			// until it will have.
-			st := sh.m[key] // present: a key with a line is not dropped
+			st := &entry(sh, key, hi).st // present: a key with a line is not dropped
 			now := l.cfg.Now()
 			var ok bool
 			if w.reserve {
@@ -103,7 +104,7 @@ func (l *Limiter) wait(ctx context.Context, sh *shard[*credit.State], key string
 				ok = st.TrySpendSince(l.cfg, w.since, now, w.n)
 			}
 			if ok {
-				leave(sh, key, w, now)
+				l.leave(sh, key, hi, w, now)
 				sh.mu.Unlock()
 				return nil
 			}
@@ -122,7 +123,7 @@ func (l *Limiter) wait(ctx context.Context, sh *shard[*credit.State], key string
 		case <-fire:
 		case <-ctx.Done():
 			sh.mu.Lock()
-			leave(sh, key, w, l.cfg.Now())
+			l.leave(sh, key, hi, w, l.cfg.Now())
 			sh.mu.Unlock()
 			return ctx.Err()
 		}

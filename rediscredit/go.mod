@@ -6,7 +6,6 @@ replace github.com/atomicsem/atomicsem => ../
 
 require (
 	github.com/atomicsem/atomicsem v0.1.0
-	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

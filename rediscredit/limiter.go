@@ -23,10 +23,81 @@
 // any of them waits. TryReserve holds credit until the Reservation is settled, for
 // work whose cost is known only afterwards.
 //
-// When Redis cannot be reached, calls return an error matching
-// ErrUnavailable (fail-closed), unless the Limiter was made WithFallback,
-// which spends from a local credit.Bucket per key at a share of the rate
-// instead (fail-open). See docs/fleet.md for the trade-off and the costs.
+// # Leases
+//
+// A call per spend costs a round trip, and a fleet that spends hundreds of
+// thousands of credits a second would need as many script calls. A
+// process that spends a key's credit often leases it instead
+// (Limiter.Lease): its Lease takes blocks of the key's credit, one round
+// trip each, sized to about what the process spends in an interval, and
+// spends from them in-process at the cost of an atomic operation. What a
+// lease holds is reserved in Redis, where it counts against the burst, so
+// the laws above hold for the whole fleet exactly, whatever the blocks;
+// what changes is the order in which processes are served. Credit a
+// lease does not spend goes back within about an interval, and the credit
+// of a process that dies comes back within two holds (see Lease).
+//
+// # Faults
+//
+// A call is one round trip, and the network or the server may fail it in
+// any way: refuse or reset the connection, before or after Redis applied
+// the request; delay what it carries, or swallow it (a black hole); stop
+// answering; restart, or not be ready. Under each of these:
+//
+//   - A call ends by its context's deadline (but for a Spend that gives
+//     back a claim, which takes one more round trip of at most a second).
+//     A round trip that fails for want of Redis returns an error matching
+//     ErrUnavailable, and one that the deadline ended matches
+//     context.DeadlineExceeded as well; a cancelled context returns
+//     ctx.Err(), and an error reply from the server (the key holds
+//     something else) comes back as it is.
+//   - No request is sent twice. A request whose answer was lost may have
+//     been applied: its credit is then spent in Redis and granted to no
+//     one, which loses credit and never mints it. In every window of
+//     length w of Redis's clock, Redis grants a key at most
+//     burst + ⌊rate·w⌋, across the fleet, whatever the faults.
+//   - A server that restarts without persistence has lost its buckets, and
+//     each comes back full: up to one more burst per key.
+//
+// What a call does when Redis is unavailable is chosen per Limiter. By
+// default it fails closed: it returns the error, and the caller refuses
+// the request. A Limiter made WithFallback fails open: the call is decided
+// by a bucket of its key in this process, at a share of the rate and the
+// burst, before the call's deadline, and Result.Local says so. A key's
+// local bucket keeps its state across outages, so the fail-open is bounded
+// however often Redis fails: in any window of length w, a key is granted
+// at most burst + ⌊rate·w⌋ by Redis plus, by each process that falls back,
+// max(⌊share·burst⌋, 1) + ⌊share·rate·w⌋ by its fallback. The fallback
+// keeps the buckets of at most DefaultFallbackMaxKeys keys (see
+// WithFallbackMaxKeys), about 160 bytes each.
+//
+// # Client settings
+//
+// The client must end a call at its context's deadline: for go-redis's
+// *redis.Client, *redis.ClusterClient and *redis.Ring, ContextTimeoutEnabled
+// set, and no ReadTimeout or WriteTimeout of -2. Without them a call to a
+// server that stops answering waits for the client's ReadTimeout (5 s by
+// default) whatever its deadline, so New refuses such a client with an
+// error matching ErrIgnoresDeadlines. Through these clients the Limiter
+// sends its commands with retries off, so that no request is applied
+// twice, and MaxRetries does not apply to them. The other settings are
+// the caller's: against a server that refuses connections, go-redis dials
+// DialerRetries times (5 by default, 100 ms apart) within the call's
+// deadline before the call fails (once PoolSize dials have failed, it
+// fails calls at once until a dial succeeds); with DialerRetries: 1 such
+// a call fails, or falls back, at once.
+//
+//	rdb := redis.NewClient(&redis.Options{
+//		Addr:                  "redis:6379",
+//		ContextTimeoutEnabled: true, // required: a call ends at its deadline
+//		DialerRetries:         1,    // a refused connection fails the call at once
+//	})
+//
+// A client of another type (a wrapper that implements redis.Scripter) is
+// taken as it is: for the promises above, it must end a call at its
+// context's deadline, and not retry it (MaxRetries: -1).
+//
+// See docs/fleet.md for the trade-offs, the costs and how it is tested.
 package rediscredit
 
 import (
@@ -35,6 +106,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +115,7 @@ import (
 
 	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/credit"
+	"github.com/atomicsem/atomicsem/internal/errs"
 )
 
 // MaxBurst is the largest burst a Limiter takes: the script's arithmetic
@@ -50,17 +124,22 @@ const MaxBurst = 1 << 40
 
 var (
 	// ErrUnavailable is returned (wrapped, with the cause) when Redis does
-	// not answer: no connection, a timeout, or a server not ready to serve.
+	// not answer: no connection, a reset, a timeout, or a server not ready
+	// to serve. When the call's deadline ended the round trip, the error
+	// matches context.DeadlineExceeded too.
 	ErrUnavailable = errors.New("rediscredit: redis unavailable")
-	// ErrEmptyKey is returned for an empty key.
-	ErrEmptyKey = errors.New("rediscredit: empty key")
+	// ErrIgnoresDeadlines is returned (wrapped, with the option to set) by
+	// New for a client whose options say it would not end a call at its
+	// context's deadline.
+	ErrIgnoresDeadlines = errors.New("rediscredit: the client does not end a call at its context's deadline")
 )
 
 // A Limiter spends credit from buckets kept in Redis, one per key. Its
 // methods are safe for concurrent use, and any number of Limiters, in any
 // number of processes, may share the buckets.
 //
-// A Limiter must be made with New; the zero value is not usable.
+// A Limiter must be made with New: the zero value is not usable, and its
+// methods panic.
 type Limiter struct {
 	client redis.Scripter
 	proc   processor // client, if it runs any command; nil: through Scripter
@@ -68,6 +147,8 @@ type Limiter struct {
 	burst  int64
 	hold   time.Duration
 	local  *fallback // nil: fail closed
+	// localKeys is WithFallbackMaxKeys's cap, 0 if not given.
+	localKeys int64
 }
 
 // An Option configures a Limiter in New.
@@ -87,55 +168,89 @@ func WithHold(d time.Duration) Option {
 	}
 }
 
-// WithFallback makes the Limiter fail open: while Redis is unavailable,
-// each key spends from a bucket in this process at share of the rate and
-// of the burst (at least 1), made full at the first call that fails, and
-// dropped once Redis answers again. share must be in (0, 1]; a fleet of N
-// processes that must not exceed the rate together uses 1/N. Without
-// WithFallback a Limiter fails closed: calls return ErrUnavailable.
-func WithFallback(share float64) Option {
-	return func(l *Limiter) error {
-		if !(share > 0 && share <= 1) {
-			return fmt.Errorf("rediscredit: fallback share %v is outside (0, 1]", share)
-		}
-		l.local = newFallback(share)
-		return nil
-	}
-}
-
 // New returns a Limiter of buckets that accrue rate credits per second up
 // to burst, kept in Redis through client (a *redis.Client, a
 // *redis.ClusterClient or a *redis.Ring). A bucket not yet in Redis is
-// full.
+// full. rate may be 0 (a bucket only spends what it holds) or math.Inf(1)
+// (no limit: a bucket is full at every call, less what is reserved).
 //
-// New returns an error matching credit.ErrInvalidRate for a rate that is
-// negative, NaN or infinite, credit.ErrInvalidBurst for a burst outside
-// [1, MaxBurst], and the option's error for an invalid option. It sends
-// nothing to Redis. It is a run-time error if client is nil.
+// New returns an error matching credit.ErrInvalidRate for a negative or
+// NaN rate, credit.ErrInvalidBurst for a burst outside [1, MaxBurst] or one
+// that takes credit.MaxFill or longer to accrue at the rate (as credit.New
+// does), the option's error for an invalid option (and for
+// WithFallbackMaxKeys without WithFallback), and ErrIgnoresDeadlines for a
+// go-redis client whose options would not end a call at its context's
+// deadline (see the package documentation). It sends nothing to Redis. It
+// is a run-time error if client is nil (a nil interface, or a nil
+// *redis.Client or other pointer in it) or an option is nil.
 func New(client redis.Scripter, rate float64, burst int64, opts ...Option) (*Limiter, error) {
-	if client == nil {
+	if isNil(client) {
 		panic("rediscredit: nil client")
 	}
-	if err := checkRate(rate); err != nil {
-		return nil, err
-	}
 	if burst < 1 || burst > MaxBurst {
-		return nil, fmt.Errorf("rediscredit: %w: burst %d is outside [1, %d]", credit.ErrInvalidBurst, burst, int64(MaxBurst))
+		return nil, errs.Errorf(credit.ErrInvalidBurst, "rediscredit: invalid burst: %d is outside [1, %d]", burst, int64(MaxBurst))
+	}
+	if err := checkRate(rate, burst, credit.ErrInvalidBurst); err != nil {
+		return nil, err
 	}
 	l := &Limiter{client: client, burst: burst, hold: time.Minute}
 	l.proc, _ = client.(processor)
 	for _, opt := range opts {
+		if opt == nil {
+			panic("rediscredit: nil Option")
+		}
 		if err := opt(l); err != nil {
 			return nil, err
 		}
+	}
+	if err := l.local.init(l.localKeys); err != nil {
+		return nil, err
+	}
+	if err := checkClient(client); err != nil {
+		return nil, err
 	}
 	l.rate.Store(l.newRate(rate))
 	return l, nil
 }
 
-func checkRate(rate float64) error {
-	if !(rate >= 0) || math.IsInf(rate, 1) {
-		return fmt.Errorf("rediscredit: %w: %v credits per second", credit.ErrInvalidRate, rate)
+// isNil reports whether c is nil or holds a nil pointer, as a
+// (*redis.Client)(nil) passed for the interface does.
+func isNil(c redis.Scripter) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Func, reflect.Slice, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
+// checkRate returns an error matching credit.ErrInvalidRate for a negative
+// or NaN rate, and fill, wrapped, if burst takes credit.MaxFill or longer
+// to accrue at the rate: credit's rule, so that the same configuration is
+// refused by both. A burst within credit's range is checked by credit
+// itself; a larger one by the same rule in floating point, where a rate
+// below one credit in 63 years accrues nothing in credit and so has no
+// fill time.
+func checkRate(rate float64, burst int64, fill error) error {
+	if !(rate >= 0) {
+		return errs.Errorf(credit.ErrInvalidRate, "rediscredit: invalid rate: %v credits per second", rate)
+	}
+	if burst <= atomicsem.MaxPermits {
+		if _, err := credit.NewConfig(rate, burst); err != nil {
+			if errors.Is(err, credit.ErrInvalidBurst) && fill != credit.ErrInvalidBurst {
+				err = errs.Errorf(fill, "%s", strings.Replace(err.Error(), "invalid burst", "invalid rate", 1))
+			}
+			return errs.Reprefix("rediscredit", err)
+		}
+		return nil
+	}
+	const zeroBelow = 1 / (2e9) // credit's: below one credit in 2·10⁹ s
+	if rate >= zeroBelow && !math.IsInf(rate, 1) && float64(burst)/rate*1e9 >= float64(credit.MaxFill) {
+		return errs.Errorf(fill, "rediscredit: a burst of %d takes %.3g years to accrue at %v credits per second, more than credit.MaxFill",
+			burst, float64(burst)/rate/(365.25*24*3600), rate)
 	}
 	return nil
 }
@@ -158,10 +273,21 @@ func (l *Limiter) newRate(f float64) *rate {
 }
 
 // Rate returns the rate, in credits per second, as last set.
-func (l *Limiter) Rate() float64 { return l.rate.Load().f }
+func (l *Limiter) Rate() float64 { l.valid("Rate"); return l.rate.Load().f }
 
 // Burst returns the burst.
-func (l *Limiter) Burst() int64 { return l.burst }
+func (l *Limiter) Burst() int64 { l.valid("Burst"); return l.burst }
+
+// valid panics, naming op, if l is nil or the zero Limiter: caller bugs
+// that would otherwise fail as a nil dereference far from the call.
+func (l *Limiter) valid(op string) {
+	if l == nil {
+		panic("rediscredit: " + op + " on a nil *Limiter")
+	}
+	if l.client == nil {
+		panic("rediscredit: " + op + " on a zero Limiter; make one with New")
+	}
+}
 
 // SetRate changes the rate of this Limiter's buckets. Each key takes the new
 // rate at its next call through this Limiter, with its accrual up to that
@@ -170,10 +296,12 @@ func (l *Limiter) Burst() int64 { return l.burst }
 // keys should set the same rate: a key accrues at the rate of the last
 // Limiter that called it.
 //
-// SetRate returns an error matching credit.ErrInvalidRate for a negative,
-// NaN or infinite rate, changing nothing. It sends nothing to Redis.
+// SetRate returns an error matching credit.ErrInvalidRate for a negative
+// or NaN rate, and for one at which the burst takes credit.MaxFill or
+// longer to accrue, changing nothing. It sends nothing to Redis.
 func (l *Limiter) SetRate(rate float64) error {
-	if err := checkRate(rate); err != nil {
+	l.valid("SetRate")
+	if err := checkRate(rate, l.burst, credit.ErrInvalidRate); err != nil {
 		return err
 	}
 	l.rate.Store(l.newRate(rate))
@@ -207,46 +335,71 @@ func (r reply) result() Result {
 	return Result{OK: r.ok != 0, Wait: r.wait, Balance: r.avail, Reserved: r.held, Time: r.now}
 }
 
-// check validates a request for n credits on key, before any round trip.
-func (l *Limiter) check(ctx context.Context, key string, n int64) error {
+// check validates a request for n credits, before any round trip.
+func (l *Limiter) check(op string, ctx context.Context, n int64) error {
+	l.valid(op)
 	if ctx == nil {
 		panic("rediscredit: nil Context")
 	}
 	switch {
-	case key == "":
-		return ErrEmptyKey
-	case n < 1:
-		return fmt.Errorf("rediscredit: a request for %d credits (%w)", n, atomicsem.ErrInvalidPermits)
+	case n < 0:
+		return errs.Errorf(atomicsem.ErrInvalidPermits, "rediscredit: a request for %d credits", n)
 	case n > l.burst:
-		return fmt.Errorf("rediscredit: %d credits exceed the burst of %d (%w)", n, l.burst, atomicsem.ErrExceedsMax)
+		return errs.Errorf(atomicsem.ErrExceedsMax, "rediscredit: %d credits exceed the burst of %d", n, l.burst)
 	}
 	return ctx.Err()
+}
+
+// nothing answers a request for no credit: it succeeds, spending nothing,
+// with the bucket's state in one round trip (Stats's), or the fallback's
+// if Redis is unavailable and the Limiter falls back.
+func (l *Limiter) nothing(ctx context.Context, key string) (Result, error) {
+	tctx, cancel := l.trip(ctx)
+	r, err := l.run(tctx, opStats, key, 0, 0, -1)
+	cancel()
+	if err != nil {
+		if l.local != nil && errors.Is(err, ErrUnavailable) {
+			return l.local.trySpend(l, key, 0, err)
+		}
+		return Result{}, err
+	}
+	res := r.result()
+	res.OK = true
+	return res, nil
 }
 
 // TrySpend takes n credits from key's bucket for good if its balance covers
 // them now: one round trip. The Result says whether it did and, if not,
 // how long until accrual would cover them.
 //
+// TrySpend(ctx, key, 0) succeeds, spending nothing, and reports the
+// bucket's state. Any key names a bucket, the empty key included.
+//
 // TrySpend returns an error, spending nothing, before any round trip for
-// an empty key (ErrEmptyKey), for n < 1 (matching
-// atomicsem.ErrInvalidPermits) or n above the burst (matching
-// atomicsem.ErrExceedsMax), and for a done ctx (ctx.Err()); after one, it
-// returns an error matching ErrUnavailable if Redis did not answer (unless
-// the Limiter falls back), ctx.Err() if ctx ended the call, and Redis's
-// error reply if the key holds something else. It is a run-time error if
-// ctx is nil.
+// n < 0 (matching atomicsem.ErrInvalidPermits) or n above the burst
+// (matching atomicsem.ErrExceedsMax), and for a done ctx (ctx.Err());
+// after one, it returns an error matching ErrUnavailable if Redis did not
+// answer in time (and context.DeadlineExceeded too if ctx's deadline ended
+// the round trip), unless the Limiter falls back, ctx.Err() if ctx was
+// cancelled,
+// and Redis's error reply if the key holds something else. It is a
+// run-time error if ctx is nil.
 func (l *Limiter) TrySpend(ctx context.Context, key string, n int64) (Result, error) {
-	if err := l.check(ctx, key, n); err != nil {
+	if err := l.check("TrySpend", ctx, n); err != nil {
 		return Result{}, err
 	}
-	r, err := l.run(ctx, opSpend, key, n, 0, -1)
+	if n == 0 {
+		return l.nothing(ctx, key)
+	}
+	tctx, cancel := l.trip(ctx)
+	r, err := l.run(tctx, opSpend, key, n, 0, -1)
+	cancel()
 	if err != nil {
 		if l.local != nil && errors.Is(err, ErrUnavailable) {
-			return l.local.trySpend(l, key, n), nil
+			return l.local.trySpend(l, key, n, err)
 		}
 		return Result{}, err
 	}
-	l.local.recovered()
 	return r.result(), nil
 }
 
@@ -265,24 +418,29 @@ func (l *Limiter) TrySpend(ctx context.Context, key string, n int64) (Result, er
 // again at intervals of one period of the rate (between a millisecond and
 // a second).
 //
-// Spend fails as TrySpend does, spending nothing.
+// Spend fails as TrySpend does, spending nothing; Spend(ctx, key, 0)
+// returns at once as TrySpend(ctx, key, 0) does.
 func (l *Limiter) Spend(ctx context.Context, key string, n int64) (Result, error) {
-	if err := l.check(ctx, key, n); err != nil {
+	if err := l.check("Spend", ctx, n); err != nil {
 		return Result{}, err
+	}
+	if n == 0 {
+		return l.nothing(ctx, key)
 	}
 	for {
 		limit := int64(-1)
 		if dl, ok := ctx.Deadline(); ok {
 			limit = max(time.Until(dl).Microseconds(), 0)
 		}
-		r, err := l.run(ctx, opClaim, key, n, 0, limit)
+		tctx, cancel := l.trip(ctx)
+		r, err := l.run(tctx, opClaim, key, n, 0, limit)
+		cancel()
 		if err != nil {
 			if l.local != nil && errors.Is(err, ErrUnavailable) {
-				return l.local.spend(ctx, l, key, n)
+				return l.local.spend(ctx, l, key, n, err)
 			}
 			return Result{}, err
 		}
-		l.local.recovered()
 		res := r.result()
 		switch r.ok {
 		case 1:
@@ -342,7 +500,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // Stats mints the accrual due on key's bucket and returns its state, in one
 // round trip; Result.OK is true. It fails as TrySpend does, but takes no n.
 func (l *Limiter) Stats(ctx context.Context, key string) (Result, error) {
-	if err := l.check(ctx, key, 1); err != nil {
+	if err := l.check("Stats", ctx, 0); err != nil {
 		return Result{}, err
 	}
 	r, err := l.run(ctx, opStats, key, 0, 0, -1)

@@ -2,6 +2,7 @@ package rediscredit_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -24,6 +25,7 @@ type quiet struct{}
 func (quiet) Printf(context.Context, string, ...any) {}
 
 func TestMain(m *testing.M) {
+	flag.Parse() // so that the skip below adds to the command line's
 	redis.SetLogger(quiet{})
 	bin, err := serverBinary()
 	if err == nil {
@@ -35,10 +37,21 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		noServer = fmt.Sprintf("no Redis server (%v): install redis-server, or set REDIS_SERVER to its path; under CI=true these tests fail instead", err)
+		// An example cannot skip itself: without a server they are left
+		// out, and the run says so.
+		fmt.Fprintf(os.Stderr, "rediscredit: %s; the examples are skipped\n", noServer)
+		skip := "^Example"
+		if f := flag.Lookup("test.skip"); f != nil && f.Value.String() != "" {
+			skip = f.Value.String() + "|" + skip
+		}
+		_ = flag.Set("test.skip", skip)
 	}
 	code := m.Run()
 	if shared != nil {
 		shared.stop()
+	}
+	if example.srv != nil {
+		example.srv.stop()
 	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -29,19 +29,29 @@ type Reservation struct {
 
 // TryReserve reserves n credits of key's bucket if its balance covers them
 // now, in one round trip, and returns the Reservation (nil if it did not)
-// and the Result. It fails as TrySpend does, reserving nothing.
+// and the Result. It fails as TrySpend does, reserving nothing;
+// TryReserve(ctx, key, 0) returns a Reservation of no credit, whose Settle
+// changes nothing.
 func (l *Limiter) TryReserve(ctx context.Context, key string, n int64) (*Reservation, Result, error) {
-	if err := l.check(ctx, key, n); err != nil {
+	if err := l.check("TryReserve", ctx, n); err != nil {
 		return nil, Result{}, err
 	}
-	r, err := l.run(ctx, opReserve, key, n, 0, -1)
+	if n == 0 {
+		res, err := l.nothing(ctx, key)
+		if err != nil {
+			return nil, Result{}, err
+		}
+		return &Reservation{l: l, key: key}, res, nil
+	}
+	tctx, cancel := l.trip(ctx)
+	r, err := l.run(tctx, opReserve, key, n, 0, -1)
+	cancel()
 	if err != nil {
 		if l.local != nil && errors.Is(err, ErrUnavailable) {
-			return l.local.tryReserve(l, key, n)
+			return l.local.tryReserve(l, key, n, err)
 		}
 		return nil, Result{}, err
 	}
-	l.local.recovered()
 	res := r.result()
 	if !res.OK {
 		return nil, res, nil
@@ -50,7 +60,15 @@ func (l *Limiter) TryReserve(ctx context.Context, key string, n int64) (*Reserva
 }
 
 // Credit returns the credit the reservation holds.
-func (r *Reservation) Credit() int64 { return r.n }
+func (r *Reservation) Credit() int64 { r.valid("Credit"); return r.n }
+
+// valid panics, naming op, if r is nil: a caller that did not check
+// TryReserve's result, which is nil when nothing was reserved.
+func (r *Reservation) valid(op string) {
+	if r == nil {
+		panic("rediscredit: " + op + " on a nil *Reservation")
+	}
+}
 
 // Settle spends spent credits of the reservation for good and gives the
 // rest back, in one round trip, and ends the reservation. The Result is the
@@ -60,6 +78,7 @@ func (r *Reservation) Credit() int64 { return r.n }
 // Settle may be called again. It is a run-time error if spent is outside
 // [0, Credit()] or if the reservation was already settled.
 func (r *Reservation) Settle(ctx context.Context, spent int64) (Result, error) {
+	r.valid("Settle")
 	if ctx == nil {
 		panic("rediscredit: nil Context")
 	}
@@ -99,7 +118,13 @@ func (r *Reservation) Settle(ctx context.Context, spent int64) (Result, error) {
 }
 
 // Release gives all the credit back; it is shorthand for Settle(ctx, 0).
-func (r *Reservation) Release(ctx context.Context) (Result, error) { return r.Settle(ctx, 0) }
+func (r *Reservation) Release(ctx context.Context) (Result, error) {
+	r.valid("Release")
+	return r.Settle(ctx, 0)
+}
 
 // Forget spends all the credit; it is shorthand for Settle(ctx, Credit()).
-func (r *Reservation) Forget(ctx context.Context) (Result, error) { return r.Settle(ctx, r.n) }
+func (r *Reservation) Forget(ctx context.Context) (Result, error) {
+	r.valid("Forget")
+	return r.Settle(ctx, r.n)
+}

@@ -27,8 +27,9 @@ func ExampleToken_Split() {
 // Store and pass tokens by pointer: take a token's address where the acquire
 // returned it, and keep the *Token in slices, maps and channels. A Token
 // value copied into one (append(held, tok), held[k] = tok, ch <- tok, or
-// ranging over a []Token) is a copy that go vet reports, and both copies
-// could be ended; a *Token is never copied.
+// ranging over a []Token) is a copy, and both copies could be ended; go
+// vet reports all of these but the channel send. A *Token is never
+// copied.
 func Example_pointers() {
 	sem := atomicsem.MustNew(3, 3)
 	ctx := context.Background()

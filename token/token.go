@@ -40,10 +40,24 @@ type Owner interface {
 //
 // A Token must not be copied: each copy would carry the right to release the
 // same permits, and only the first copy to be ended would be stopped from
-// ending them again. go vet reports copies. Keep a token where it was
-// returned, or take its address once and pass, store and send the pointer:
-// a []*Token, a map[K]*Token or a chan *Token holds tokens without a copy
-// (see the Pointers example). Under the race detector (go test -race),
+// ending them again. Keep a token where it was returned, or take its
+// address once and pass, store and send the pointer: a []*Token, a
+// map[K]*Token or a chan *Token holds tokens without a copy (see the
+// Pointers example). A function that acquires for its caller returns the
+// acquire's result as it is (return sem.Acquire(ctx, n)).
+//
+// go vet reports most copies, in the words of its copylocks check, which
+// takes a Token for a lock: a Token is not one, but its ownerTag field has
+// the Lock and Unlock methods that check looks for (they do nothing), so
+// that vet finds copies. It reports a Token assigned from a variable,
+// passed or returned by value, put in a composite literal, appended,
+// stored in a map, taken as a range variable, or read through a pointer,
+// as
+//
+//	assignment copies lock value to t2: github.com/atomicsem/atomicsem/token.Token contains github.com/atomicsem/atomicsem/token.ownerTag
+//
+// It does not report a Token sent on a channel (ch <- tok), nor a Token
+// returned straight from the call that made it. Under the race detector (go test -race),
 // every token is tracked from its issue to its end, so ending a copy after
 // the original (or the original after a copy) panics; in other builds a
 // semaphore may still catch it (atomicsem does for tokens granted to a
@@ -68,7 +82,8 @@ type Token struct {
 // ownerTag is the value a Token passes back to its owner (v), and under the
 // race detector the token's cell (see track_race.go). It is a struct
 // with Lock and Unlock methods, the shape go vet's copylocks check looks
-// for, so that vet reports copies of a Token. (A zero-size marker field
+// for, so that vet reports copies of a Token (calling it a lock; see
+// Token). (A zero-size marker field
 // would do the same, but the compiler keeps a struct in registers only if
 // it has at most four fields, and a token returned from every acquire must
 // stay in registers to be cheap.) Its fields are declared in

@@ -35,7 +35,7 @@ type admitter interface {
 
 func ours(name string, ctrl func(typical time.Duration) adaptive.Controller) peer {
 	build := func(typical time.Duration, min, max, initial int) *adaptive.Limiter {
-		lim, err := adaptive.New(ctrl(typical), adaptive.WithLimits(int64(min), int64(max), int64(initial)))
+		lim, err := adaptive.New(ctrl(typical), adaptive.WithLimits(int64(initial), int64(min), int64(max)))
 		if err != nil {
 			panic(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"image/draw"
 	"image/png"
+	"math"
 	"os"
 	"testing"
 	"testing/synctest"
@@ -101,7 +102,7 @@ func newChart(w, h int, phases []adaptivetest.Phase, yMax float64, title string)
 	for _, ph := range phases {
 		c.total += ph.Duration
 	}
-	grey, band := color.Gray{Y: 120}, color.RGBA{R: 225, G: 235, B: 225, A: 255}
+	grey, band := chartGrey, chartBand
 	var at time.Duration
 	for _, ph := range phases {
 		x0, x1 := c.x(at), c.x(at+ph.Duration)
@@ -124,14 +125,52 @@ func newChart(w, h int, phases []adaptivetest.Phase, yMax float64, title string)
 	return c
 }
 
-var traceColors = []color.Color{
-	color.RGBA{R: 200, A: 255}, color.RGBA{R: 230, G: 140, A: 255}, color.RGBA{B: 200, A: 255},
-	color.RGBA{G: 150, A: 255}, color.RGBA{G: 150, B: 150, A: 255}, color.RGBA{R: 150, B: 150, A: 255},
+// The chart's own colours, which no series may be mistaken for.
+var (
+	chartGrey = color.RGBA{R: 120, G: 120, B: 120, A: 255} // the capacity
+	chartBand = color.RGBA{R: 225, G: 235, B: 225, A: 255} // the ±25 % band
+)
+
+// palette holds one colour per series of a chart, all told apart from each
+// other and from the chart's own colours (TestPaletteColoursAreDistinct):
+// d3's category10 without its grey, then navy, maroon and teal. A chart
+// with more series than colours fails, rather than draw two alike.
+var palette = []color.RGBA{
+	{R: 31, G: 119, B: 180, A: 255},  // blue
+	{R: 255, G: 127, B: 14, A: 255},  // orange
+	{R: 44, G: 160, B: 44, A: 255},   // green
+	{R: 214, G: 39, B: 40, A: 255},   // red
+	{R: 148, G: 103, B: 189, A: 255}, // purple
+	{R: 140, G: 86, B: 75, A: 255},   // brown
+	{R: 227, G: 119, B: 194, A: 255}, // pink
+	{R: 23, G: 190, B: 207, A: 255},  // cyan
+	{R: 188, G: 189, B: 34, A: 255},  // olive
+	{R: 0, G: 0, B: 128, A: 255},     // navy
+	{R: 128, G: 0, B: 0, A: 255},     // maroon
+	{R: 0, G: 128, B: 128, A: 255},   // teal
+}
+
+// seriesColour returns the colour of a chart's i-th series, and panics if
+// the palette has none left.
+func seriesColour(i int) color.RGBA {
+	if i >= len(palette) {
+		panic("plot: more series than colours in the palette; add colours to it")
+	}
+	return palette[i]
+}
+
+// colourDistance is the "redmean" approximation of how far apart two
+// colours look (a weighted Euclidean distance in RGB, weighted by the mean
+// red level), on a scale where black and white are 765 apart.
+func colourDistance(a, b color.RGBA) float64 {
+	r := (float64(a.R) + float64(b.R)) / 2
+	dr, dg, db := float64(a.R)-float64(b.R), float64(a.G)-float64(b.G), float64(a.B)-float64(b.B)
+	return math.Sqrt((2+r/256)*dr*dr + 4*dg*dg + (2+(255-r)/256)*db*db)
 }
 
 // trace draws the limit through res as the i-th line, with its legend.
 func (c *chart) trace(i int, name string, res []adaptivetest.PhaseResult) {
-	col := traceColors[i%len(traceColors)]
+	col := seriesColour(i)
 	var at time.Duration
 	prev := -1
 	for _, ph := range res {
@@ -173,6 +212,27 @@ func writePNG(t *testing.T, file string, img image.Image) {
 	require.NoError(t, err)
 	require.NoError(t, png.Encode(f, img))
 	require.NoError(t, f.Close())
+}
+
+// TestPaletteColoursAreDistinct checks that every two series colours, and
+// every series colour and the chart's own (white, black, the capacity's
+// grey, the band), are at least 100 apart by colourDistance (black and
+// white are 765 apart), and that the palette has a colour for each limiter
+// the charts draw.
+func TestPaletteColoursAreDistinct(t *testing.T) {
+	require.GreaterOrEqual(t, len(palette), len(peers), "a colour for each limiter")
+	own := map[string]color.RGBA{
+		"white": {R: 255, G: 255, B: 255, A: 255}, "black": {A: 255}, "grey": chartGrey, "band": chartBand,
+	}
+	for i, a := range palette {
+		for j, b := range palette[:i] {
+			require.GreaterOrEqual(t, colourDistance(a, b), 100.0, "series %d and %d", j, i)
+		}
+		for name, b := range own {
+			require.GreaterOrEqual(t, colourDistance(a, b), 100.0, "series %d and the chart's %s", i, name)
+		}
+	}
+	require.Panics(t, func() { seriesColour(len(palette)) })
 }
 
 func abs(v int) int {

@@ -21,7 +21,9 @@ package state
 //	          1  queued: waiters, every one asking for more than the limit
 //	          2  eligible: a queued waiter fits under the limit, so that a
 //	             release could serve it; waiters above the limit do not
-//	             count, and arrivals beside them stay lock-free
+//	             count, and arrivals beside them stay lock-free; in
+//	             barging mode, also no woken waiter is on its way, so
+//	             that a release must come to wake one
 //	          3  starving: eligible, and in barging mode a waiter has
 //	             waited past the starvation bound, so arrivals queue and
 //	             releases hand off
@@ -54,7 +56,9 @@ package state
 //	I5  closed, once set, stays set
 //	I6  with the queue lock free, the queue state is queued or higher iff
 //	    the queue is non-empty, eligible or higher iff a queued waiter asks
-//	    for no more than limit, and idle is set iff a WaitIdle caller waits
+//	    for no more than limit (and, in barging mode unless starving, no
+//	    woken waiter is on its way), and idle is set iff a WaitIdle caller
+//	    waits
 //	I7  starving is never set in FIFO mode
 //	I8  in FIFO mode, while eligible is set, only the holder of the queue
 //	    lock changes the word: every lock-free writer refuses such a word

@@ -123,7 +123,7 @@ type hold struct{}
 func (hold) Next(limit float64, _ adaptive.Sample) float64 { return limit }
 
 func newLane(s Scenario, n Network, stack Stack, ctrl adaptive.Controller, min, max, initial int) *lane {
-	lim, err := adaptive.New(ctrl, adaptive.WithLimits(int64(min), int64(max), int64(initial)))
+	lim, err := adaptive.New(ctrl, adaptive.WithLimits(int64(initial), int64(min), int64(max)))
 	if err != nil {
 		panic("wire: " + err.Error())
 	}

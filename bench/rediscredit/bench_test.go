@@ -1,4 +1,4 @@
-package rediscredit_test
+package rediscreditbench_test
 
 import (
 	"context"
@@ -99,7 +99,7 @@ func BenchmarkTrySpend(b *testing.B) {
 // warmClient returns a client with procs connections open, so that no
 // benchmark pays for dialing.
 func warmClient(b *testing.B, addr string, procs int, n *counter) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: procs, MinIdleConns: procs})
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: procs, MinIdleConns: procs, ContextTimeoutEnabled: true})
 	c.AddHook(n)
 	deadline := time.Now().Add(5 * time.Second)
 	for int(c.PoolStats().TotalConns) < procs {

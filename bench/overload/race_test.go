@@ -1,0 +1,6 @@
+//go:build race
+
+package overloadbench_test
+
+// raceEnabled reports whether the test binary is built with -race.
+const raceEnabled = true

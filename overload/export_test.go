@@ -1,0 +1,8 @@
+package overload
+
+// ReleaseForTest returns n permits of class c as a token's Release does,
+// for the test of a release through a copied token.
+func (g *Gate) ReleaseForTest(c int, n int64) { g.release(c, n) }
+
+// SetThrottleRandForTest replaces the random source of t's decisions.
+func SetThrottleRandForTest(t *Throttle, rand func() float64) { t.rand = rand }
