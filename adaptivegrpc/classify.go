@@ -3,7 +3,6 @@ package adaptivegrpc
 import (
 	"context"
 	"errors"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -39,15 +38,6 @@ func Classify(ctx context.Context, method string, err error) adaptive.Outcome {
 	}
 	return adaptive.Succeeded
 }
-
-// DeadlineSlack was how close to its deadline a context's cancellation
-// counted, for Classify, as the deadline passing.
-//
-// Deprecated: Classify counts a context that ended, by its deadline or by
-// a cancellation, as Inconclusive, which the Limiter counts as Dropped
-// when the RPC lasted past its latency bound (adaptive.WithLatencyBound),
-// so it no longer needs to tell the two apart.
-const DeadlineSlack = 10 * time.Millisecond
 
 // code returns the gRPC code of a non-nil err: its status's, or a context
 // error's own, or Unknown. A status error or a bare context error, the
