@@ -259,6 +259,12 @@ func Scenarios(l Lengths) []Scenario {
 			judge:  judge(keptQuiet, holds(0, 0.95, 0)),
 		}
 	}
+	// spike lasts at least 3 s, the failures' length in Full: a tenfold RTT
+	// can take Gradient2 to its minimum and back within the spike's first
+	// second and a bit, and the criterion judges the second half, which
+	// starts after that.
+	spike := around(Phase{Latency: 10})
+	spike[1].Duration = max(spike[1].Duration, 3*time.Second)
 	return []Scenario{
 		std("total failure",
 			"every request fails with a 503 at once: the limit is at its minimum within 0.5 s; goodput in the recovery's first second ≥ 0.85 × the reference's",
@@ -293,7 +299,7 @@ func Scenarios(l Lengths) []Scenario {
 		std("latency spike",
 			"the service time is ×10 through the failure: goodput ≥ 0.9 × the reference's over the second half of the failure and of the recovery",
 			judge(holdsLate(1, 0.9), recoveredLate(0.9)),
-			around(Phase{Latency: 10})...),
+			spike...),
 		{
 			Name:      "bimodal latency",
 			Criterion: "90 % of requests take 2 ms and 10 % 40 ms, on 6 workers: goodput ≥ 0.8 × and p99 ≤ 2 × a fixed limit of 10, over the second half",
