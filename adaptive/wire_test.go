@@ -71,6 +71,13 @@ const wireAttempts = 4
 // AIMD and Vegas too, whose verdicts it reports without requiring them,
 // and with ADAPTIVE_WIRE_OUT=FILE appends every verdict to FILE (see
 // wire.AppendRecord), for the table and the plot in docs/adaptive.md.
+//
+// The short run is CI's gate, on a machine whose other work can starve
+// one side of the stack for a phase: a run that misses is run again, up
+// to four attempts (wire.Scenario.RunUntilPassed), and only a miss on
+// every attempt fails; TestWireScenariosInFakeTime holds every criterion
+// at the first attempt. The full run judges and reports the first valid
+// run, for a table that shows what a run gives, not the best of four.
 func TestWireScenarios(t *testing.T) {
 	lengths, full := wireMode(t)
 	for _, stack := range []wire.Stack{wire.Handler, wire.Transport} {
@@ -84,7 +91,11 @@ func TestWireScenarios(t *testing.T) {
 				}
 				t.Run(stack.Name+"/"+c.name+"/"+strings.ReplaceAll(sc.Name, " ", "_"), func(t *testing.T) {
 					start := time.Now()
-					v, attempts := sc.RunUntilValid(wire.Loopback, stack, func() adaptive.Controller { return c.ctrl(sc) }, wireAttempts)
+					run := sc.RunUntilValid
+					if !full {
+						run = sc.RunUntilPassed // see TestWireScenarios
+					}
+					v, attempts := run(wire.Loopback, stack, func() adaptive.Controller { return c.ctrl(sc) }, wireAttempts)
 					t.Logf("%d attempts in %.1f s", attempts, time.Since(start).Seconds())
 					judgeWire(t, c.name, v, "loopback")
 				})
