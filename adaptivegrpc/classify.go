@@ -3,6 +3,7 @@ package adaptivegrpc
 import (
 	"context"
 	"errors"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -24,7 +25,7 @@ type Classifier func(ctx context.Context, method string, err error) adaptive.Out
 // Inconclusive; any other code is Succeeded. The method name is not
 // consulted.
 func Classify(ctx context.Context, method string, err error) adaptive.Outcome {
-	if ctx.Err() != nil {
+	if ended(ctx) {
 		return adaptive.Inconclusive
 	}
 	if err == nil {
@@ -37,6 +38,19 @@ func Classify(ctx context.Context, method string, err error) adaptive.Outcome {
 		return adaptive.Inconclusive
 	}
 	return adaptive.Succeeded
+}
+
+// ended reports whether ctx has ended: it is done, or its deadline has
+// passed. The second is asked too because a context's timer fires on a
+// goroutine of its own, and grpc-go's own check of the deadline can fail a
+// call with DeadlineExceeded before it does; without it, such a call
+// counted as a call behind that timed out.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // code returns the gRPC code of a non-nil err: its status's, or a context

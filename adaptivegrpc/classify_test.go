@@ -41,6 +41,10 @@ func TestClassifyFollowsTheDocumentedTable(t *testing.T) {
 	// A client that left long before its deadline.
 	left, cancel4 := context.WithTimeout(bg, time.Hour)
 	cancel4()
+	// A deadline passed whose timer has not fired yet: grpc-go's own
+	// check of the deadline can fail the call before the context's timer
+	// ends it.
+	unfired := pastDeadline{bg}
 
 	tests := []classifyCase{
 		{"no error", bg, nil, adaptive.Succeeded},
@@ -50,6 +54,7 @@ func TestClassifyFollowsTheDocumentedTable(t *testing.T) {
 		{"Unavailable", bg, status.Error(codes.Unavailable, "down"), adaptive.Dropped},
 		{"DeadlineExceeded, the context live", bg, status.Error(codes.DeadlineExceeded, "slow"), adaptive.Dropped},
 		{"DeadlineExceeded, the deadline passed", expired, status.Error(codes.DeadlineExceeded, "slow"), adaptive.Inconclusive},
+		{"DeadlineExceeded, the deadline passed, its timer not yet fired", unfired, status.Error(codes.DeadlineExceeded, "slow"), adaptive.Inconclusive},
 		{"Canceled, the context live", bg, status.Error(codes.Canceled, "gone"), adaptive.Inconclusive},
 		{"Canceled, the deadline passed", expired, status.Error(codes.Canceled, "gone"), adaptive.Inconclusive},
 		{"Canceled long before the deadline", left, status.Error(codes.Canceled, "gone"), adaptive.Inconclusive},
@@ -110,3 +115,9 @@ func TestShedErrorIsResourceExhaustedAndErrLimited(t *testing.T) {
 	require.ErrorIs(t, err, adaptive.ErrLimited)
 	require.Contains(t, err.Error(), "adaptivegrpc: ")
 }
+
+// pastDeadline is a context whose deadline has passed but which is not done
+// yet, as a context is between its deadline and its timer's firing.
+type pastDeadline struct{ context.Context }
+
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Unix(0, 0), true }
