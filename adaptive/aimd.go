@@ -29,11 +29,22 @@ import (
 // as the capacity is large; the slow start also ends, without a backoff,
 // at the first window whose mean RTT exceeds the lowest of the slow start
 // by an eighth, as TCP CUBIC's HyStart ends it, so that the doubling stops
-// as a queue starts to form rather than once it is deep enough to drop. A window in which every request was dropped,
-// nothing completing, takes the limit to its minimum at once (as TCP's
-// retransmission timeout takes the window to one segment): the service is
-// failing whatever the limit, and backing off by Backoff a window would
-// take dozens of windows, each as long as the requests take to fail.
+// as a queue starts to form rather than once it is deep enough to drop. As
+// many drops in a row as the limit admits, nothing completing among them,
+// take the limit to its minimum at once (as TCP's retransmission timeout
+// takes the window to one segment): the service is failing whatever the
+// limit, and backing off by Backoff a window would take dozens of windows,
+// each as long as the requests take to fail. Fewer drops in a row are a
+// congestion event like any other: a window of an overloaded service can
+// hold only drops, as the requests its queue times out end before those
+// it serves. After such a failure the limit doubles each window, while no
+// congestion shows, up to half what it was before (TCP's slow start after
+// a timeout, up to half the old window), and grows by one from there: the
+// service that comes back is most often the one that failed.
+//
+// LatencyBound, the latency past which a request that ends Inconclusive
+// counts as Dropped, is four times Timeout, or without a Timeout four
+// times the lowest mean RTT of a window without drops.
 //
 // AIMD reacts only to drops and to RTTs above Timeout, so it settles where
 // the mean RTT reaches Timeout: at a queue that makes a request wait
@@ -64,6 +75,8 @@ type AIMD struct {
 	win       window
 	congested bool          // whether the slow start has ended
 	fastest   time.Duration // the lowest mean RTT of a window in the slow start
+	lowest    time.Duration // the lowest mean RTT of a window without drops
+	resume    resume
 }
 
 // Validate returns an error wrapping ErrInvalidController if a field is
@@ -83,13 +96,18 @@ func (a *AIMD) Next(limit float64, s Sample) float64 {
 	if !a.win.add(limit, s) {
 		return limit
 	}
-	w := a.win.close(s)
+	w := a.win.close(limit, s)
+	if !w.dropped && (a.lowest == 0 || w.rtt < a.lowest) {
+		a.lowest = w.rtt
+	}
 	switch {
 	case w.failed:
 		a.congested = true
+		a.resume.fail(w.before)
 		return 1 // nothing completed: to the minimum, which the Limiter enforces
 	case w.dropped || (a.Timeout > 0 && w.rtt > a.Timeout):
 		a.congested = true
+		a.resume.stop()
 		return limit * orDefault(a.Backoff, 0.9)
 	case float64(w.inFlight)*2 < limit:
 		return limit // application-limited
@@ -101,7 +119,18 @@ func (a *AIMD) Next(limit float64, s Sample) float64 {
 		}
 		return limit * 2 // slow start
 	}
-	return limit + 1
+	return a.resume.grow(limit, limit+1)
+}
+
+// LatencyBound returns how long a request may last before, if it ends
+// Inconclusive, it counts as Dropped: four times Timeout, or without one
+// four times the lowest mean RTT of a window that completed every
+// request, or 0 before the first (see WithLatencyBound).
+func (a *AIMD) LatencyBound() time.Duration {
+	if a.Timeout > 0 {
+		return boundFactor * a.Timeout
+	}
+	return boundFactor * a.lowest
 }
 
 // orDefault returns v, or def when v is zero.

@@ -1,6 +1,7 @@
 package adaptive_test
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -86,13 +87,17 @@ func TestAIMDBacksOffOncePerCongestionEvent(t *testing.T) {
 }
 
 // TestControllersGoToTheMinimumWhenNothingCompletes feeds each controller,
-// settled, a window of drops only, as a service that fails every request
-// gives: each goes to the minimum at once (1, which the Limiter raises to
-// its own minimum), and so does a probe whose step completes nothing.
+// settled, as many drops in a row as its limit admits, as a service that
+// fails every request gives: each goes to the minimum at once (1, which
+// the Limiter raises to its own minimum), and so does a probe whose step
+// completes nothing.
 func TestControllersGoToTheMinimumWhenNothingCompletes(t *testing.T) {
 	t.Run("AIMD", func(t *testing.T) {
-		l, _ := feed(&adaptive.AIMD{}, 100, t0, 50, ms, 100, true)
-		require.Equal(t, 1.0, l)
+		a := &adaptive.AIMD{}
+		l, at := feed(a, 100, t0, 50, ms, 100, true)
+		require.Equal(t, 90.0, l, "a window of drops: a congestion event")
+		l, _ = feed(a, l, at, 40, ms, 100, true)
+		require.Equal(t, 1.0, l, "90 drops in a row at a limit of 90")
 	})
 	for _, c := range []struct {
 		name string
@@ -104,14 +109,16 @@ func TestControllersGoToTheMinimumWhenNothingCompletes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctrl := c.ctrl()
 			l, at := firstProbe(t, ctrl)
-			l, _ = feed(ctrl, l, at, 38, ms, 75, true)
-			require.Equal(t, 1.0, l, "a window of drops")
+			l, at = feed(ctrl, l, at, 38, ms, 75, true)
+			require.Less(t, l, 75.0, "a window of drops: a cut")
+			require.Greater(t, l, 1.0, "a window of drops: a cut")
+			l, _ = feed(ctrl, l, at, int(math.Ceil(l))-38, ms, 75, true)
+			require.Equal(t, 1.0, l, "as many drops in a row as the limit admits")
 		})
 		t.Run(c.name+"/in a probe", func(t *testing.T) {
 			ctrl := c.ctrl()
-			l := ctrl.Next(100, adaptive.Sample{Start: t0, RTT: 20 * ms, InFlight: 100})
-			require.Equal(t, 75.0, l, "a probe begins")
-			l, _ = feed(ctrl, l, t0.Add(20*ms), 75, 100*ms, 75, true)
+			l, at := startProbe(t, ctrl)
+			l, _ = feed(ctrl, l, at, 75, 100*ms, 75, true)
 			require.Equal(t, 1.0, l, "a step of drops ends the probe at the minimum")
 		})
 	}
@@ -145,12 +152,23 @@ func TestControllersHoldAnRTTTheClockCannotResolve(t *testing.T) {
 // share it: it measures an unloaded RTT of 20 ms and leaves the limit at 75.
 // It returns that limit and the time c's next sample may start.
 func firstProbe(t *testing.T, c adaptive.Controller) (float64, time.Time) {
-	l := c.Next(100, adaptive.Sample{Start: t0, RTT: 20 * ms, InFlight: 100})
-	require.Equal(t, 75.0, l, "the first sample starts a probe at three quarters of the limit")
-	l, at := feed(c, l, t0.Add(20*ms), 75, 20*ms, 75, false)
+	l, at := startProbe(t, c)
+	l, at = feed(c, l, at, 75, 20*ms, 75, false)
 	require.Equal(t, 56.25, l, "the first probe takes a second step, having no unloaded RTT to compare with")
 	l, at = feed(c, l, at, 57, 20*ms, 56, false)
 	require.Equal(t, 75.0, l, "the probe ends at the largest limit that did not queue")
+	return l, at
+}
+
+// startProbe gives c, a Vegas or a Gradient2, a first window at a limit
+// of 100 with all of it in flight, which starts its first probe at three
+// quarters of the limit. It returns that limit and the time c's next
+// sample may start.
+func startProbe(t *testing.T, c adaptive.Controller) (float64, time.Time) {
+	l, at := feed(c, 100, t0, 49, 20*ms, 100, false)
+	require.Equal(t, 100.0, l, "no decision before the first window is complete")
+	l, at = feed(c, l, at, 1, 20*ms, 100, false)
+	require.Equal(t, 75.0, l, "the first window that fills the limit starts a probe at three quarters of it")
 	return l, at
 }
 

@@ -6,18 +6,23 @@
 //
 // A request takes a Permit from the Limiter, waiting for one with Acquire
 // or shedding the request when TryAcquire finds none free, and ends it with
-// Succeeded, Dropped or Ignored (the Outcome constants of the same names
-// name them for End). Succeeded and Dropped are samples: the round trip
-// time (RTT) measured from the acquire, the number of requests then in
-// flight, and whether the request was dropped (a timeout, an overload
-// error, a 429 or 503 from downstream). The Controller turns the samples
-// into the next limit, which the Limiter keeps within [min, max] and
-// applies to the semaphore with SetLimit. Lowering the limit never revokes
-// a permit already out: the requests in flight finish, and new ones are
-// admitted only once fewer than the new limit remain. The semaphore
-// admits a request only while the permits out are below the limit in force
-// at that moment, in one compare-and-swap, so no race of concurrent acquires
-// can admit more.
+// Succeeded, Dropped, Ignored or Inconclusive (the Outcome constants of the
+// same names name them for End). Succeeded and Dropped are samples: the
+// round trip time (RTT) measured from the acquire, the number of requests
+// then in flight, and whether the request was dropped (a timeout, an
+// overload error, a 429 or 503 from downstream). Inconclusive is a request
+// that ended without a verdict of its own on load (its client went away,
+// its deadline passed, the server failed): a drop if it lasted longer than
+// the latency bound, having waited where the service keeps no request that
+// long, and ignored otherwise (see WithLatencyBound). The Controller turns
+// the samples into the next limit, which the Limiter keeps within [min,
+// max] and applies to the semaphore with SetLimit. Lowering the limit
+// never revokes a permit already out: the requests in flight finish, and
+// new ones are admitted only once fewer than the new limit remain. The
+// semaphore
+// admits a request only while the permits out are below the limit in
+// force at that moment, in one compare-and-swap, so no race of concurrent
+// acquires can admit more.
 //
 // # Controllers
 //
@@ -79,24 +84,34 @@
 // How a request that a transport's limiter admitted ends, by default, in
 // the order the rules are tried (the first that matches decides):
 //
-//	what happened                        Handler (server)  Transport (client)  gRPC interceptors
-//	the server's deadline passed         Dropped           Dropped             Dropped (DeadlineExceeded)
-//	  (the request context's deadline;
-//	  http.TimeoutHandler's)
-//	the client went away (the request    Ignored           Ignored             Ignored (Canceled)
-//	  context cancelled, not timed out)
-//	an overload answer                   Dropped           Dropped             Dropped
-//	  429, 503, 504;                       (status)          (status)            (ResourceExhausted,
-//	  ResourceExhausted, Unavailable                                             Unavailable)
-//	any other error of the round trip    -                 Dropped             -
+//	what happened                          Handler / Transport    gRPC interceptors
+//	the request's context ended first:     Inconclusive           Inconclusive
+//	  the client went away, or a
+//	  deadline passed (an answer given
+//	  after it is too late to count)
+//	an overload answer: 429, 503, 504;     Dropped                Dropped
+//	  ResourceExhausted, Unavailable,
+//	  DeadlineExceeded of a call behind
+//	any other error of the round trip      - / Dropped            -
 //	  (a network timeout, a refused or
 //	  reset connection)
-//	any other answer, 4xx and 5xx        Succeeded         Succeeded           Succeeded
-//	  included, or none (a 200)
-//	the handler panicked                 Ignored           -                   -
+//	a server error: any other 5xx;         Inconclusive           Inconclusive
+//	  Unknown, Internal, DataLoss,
+//	  Unimplemented, Canceled
+//	any other answer, 4xx included,        Succeeded              Succeeded
+//	  or none (a 200)
+//	the handler panicked                   Ignored / -            Ignored
 //
-// Any other status is a sample of the service's latency: the server did the
-// request's work, and an error says nothing about load. Handler's rule is
+// Inconclusive counts as Dropped if the request lasted longer than the
+// Limiter's latency bound and as Ignored otherwise: a client whose own
+// deadline is shorter than the service's latency, or who leaves early, says
+// nothing about load, while one who gave up on a request that waited past
+// the bound, or a deadline that such a request reached, is the overload a
+// limiter is for; and a server that fails may fail at once, so the time of
+// its failures is no sample of its latency. The bound is about four times
+// the latency of a request that does not queue, as the controller measures
+// it, or what WithLatencyBound sets. Any other status is a sample of the
+// service's latency: the server did the request's work. Handler's rule is
 // ClassifyServer and Transport's ClassifyClient; WithClassifier and
 // Transport.Classify replace them with a function of the caller's, which
 // may call them for the cases it leaves alone. A Transport ends the permit

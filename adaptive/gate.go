@@ -60,6 +60,7 @@ func newGated(ctrl Controller, cfg config) (*Limiter, error) {
 		ctrl:  ctrl,
 		limit: float64(cfg.initial),
 		set:   cfg.initial,
+		bound: cfg.bound,
 	}, nil
 }
 

@@ -40,7 +40,8 @@ import (
 //     of being ignored.
 //   - The baseline is never an average of loaded samples. As in Envoy's
 //     adaptive concurrency filter, it is measured in a probe, at the first
-//     sample and then every ProbeInterval × limit samples: the controller
+//     window whose requests fill the limit (or drop one) and then every
+//     ProbeInterval × limit samples: the controller
 //     lowers the limit to three quarters, ignores the requests admitted
 //     before, and takes the mean RTT of about one limit's worth of the
 //     next ones (at least ten). While a step's mean differs by more than
@@ -53,10 +54,26 @@ import (
 //     then goes back to what it was if that limit's RTT was within
 //     Tolerance of the new baseline, else to the largest probed limit whose
 //     RTT was. A queue the limit builds therefore never becomes part of the
-//     baseline, and a service whose own latency changes is followed at the
-//     next probe.
+//     baseline. A probe falls due only while the load fills the limit: one
+//     the load does not fill is neither raised nor lowered, and a quiet
+//     night leaves the limit where the day left it. A probe whose steps
+//     bound nothing goes back to the limit it left.
+//   - A service whose own latency changes is followed without waiting for
+//     a probe. A window faster than the baseline lowers it at once. A
+//     slower one is cut, as a queue would be; when the cuts have taken a
+//     quarter of the requests in flight and the RTT has not fallen, by
+//     more than 10 %, no queue of the limit's made it, and that RTT
+//     becomes the baseline (a latency step from 5 ms to 200 ms is followed
+//     within a few round trips of 200 ms, where a probe would come after
+//     100 × limit samples).
 //   - Decisions are made once per window, not once per sample, with a
 //     Smoothing of 0.5 rather than Netflix's 0.2 per sample.
+//
+// As AIMD does, it takes the limit to its minimum once as many requests in
+// a row were dropped as the limit admits, and doubles it back, after the
+// failure, up to half what it was (see AIMD). LatencyBound, the latency
+// past which a request that ends Inconclusive counts as Dropped, is four
+// times Tolerance times the baseline.
 //
 // A probe costs throughput while it lasts: settled at Tolerance times the
 // capacity, one step of three quarters leaves the service a little below
@@ -75,7 +92,7 @@ type Gradient2 struct {
 	// queue; 0 means 4.
 	Headroom float64
 	// ProbeInterval is the number of samples between probes, in multiples
-	// of the limit; 0 means 100.
+	// of the limit, at least 2; 0 means 100.
 	ProbeInterval float64
 
 	baseline   time.Duration // the probe's mean RTT, or a lower window mean since
@@ -84,9 +101,12 @@ type Gradient2 struct {
 	hasLast    bool          // whether last is known
 	sinceProbe float64       // samples since the last probe ended
 	lowered    bool          // whether the last window lowered the limit
+	filled     bool          // whether the last window filled the limit
 	deferred   float64       // samples a due probe has waited for a window after a cut
 	win        window
 	probe      probe
+	slower     slower
+	resume     resume
 }
 
 // Validate returns an error wrapping ErrInvalidController if a field is
@@ -100,8 +120,11 @@ func (g *Gradient2) Validate() error {
 		return invalid("Gradient2.Smoothing %v is outside (0, 1]", g.Smoothing)
 	case !(g.Headroom >= 0 && !math.IsInf(g.Headroom, 1)):
 		return invalid("Gradient2.Headroom %v is outside [0, +Inf)", g.Headroom)
-	case !(g.ProbeInterval >= 0 && !math.IsInf(g.ProbeInterval, 1)):
-		return invalid("Gradient2.ProbeInterval %v is outside [0, +Inf)", g.ProbeInterval)
+	case g.ProbeInterval != 0 && !(g.ProbeInterval >= 2 && !math.IsInf(g.ProbeInterval, 1)):
+		// A probe takes about two limits' worth of samples: an interval
+		// shorter than that keeps the limit stepped down, probing, most
+		// of the time.
+		return invalid("Gradient2.ProbeInterval %v is outside [2, +Inf): a probe takes about two limits' worth of samples", g.ProbeInterval)
 	}
 	return nil
 }
@@ -116,11 +139,12 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 	case !g.measured && !s.Dropped && s.RTT == 0:
 		// An RTT the clock cannot resolve: no probe can measure less.
 		g.baseline, g.measured = 0, true
-	case !g.measured:
-		return g.probe.begin(limit, g.last, g.hasLast, g.baseline, false, s.End())
-	case g.sinceProbe >= orDefault(g.ProbeInterval, 100)*limit:
-		if g.hasLast && g.last <= g.baseline {
-			g.sinceProbe, g.deferred = 0, 0 // the last window showed no queue: a probe would measure the same
+	case g.measured && g.sinceProbe >= orDefault(g.ProbeInterval, 100)*limit:
+		if (g.hasLast && g.last <= g.baseline) || !g.filled {
+			// The last window showed no queue, and a probe would measure
+			// the same; or the load does not fill the limit, which a probe
+			// is not to lower.
+			g.sinceProbe, g.deferred = 0, 0
 			break
 		}
 		if g.lowered && g.deferred < orDefault(g.ProbeInterval, 100)*limit/10 {
@@ -139,19 +163,35 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 	if !g.win.add(limit, s) {
 		return limit
 	}
-	w := g.win.close(s)
+	w := g.win.close(limit, s)
 	g.lowered = false
+	g.filled = w.filled(limit)
 	if w.failed {
+		g.resume.fail(w.before)
 		return 1 // nothing completed: to the minimum, which the Limiter enforces
+	}
+	if !g.measured {
+		// The first window that fills the limit, or drops a request,
+		// starts the probe that measures the baseline; until then the
+		// limit binds nothing, and there is nothing to judge.
+		if g.filled || w.dropped {
+			return g.probe.begin(limit, 0, false, 0, false, s.End())
+		}
+		return limit
 	}
 	gradient := 0.5 // a drop
 	if !w.dropped {
 		// A window faster than the baseline shows a service that got
-		// faster since the probe; a slower one is left to the next probe,
-		// which tells a slower service from a queue.
+		// faster since the probe; a slower one is the service's own
+		// latency if fewer requests in flight did not make it faster
+		// (see slower), and otherwise left to the next probe, which
+		// tells a slower service from a queue.
 		g.baseline = min(g.baseline, w.rtt)
 		if float64(w.inFlight)*2 < limit {
 			return limit // application-limited: the RTT says nothing about the limit
+		}
+		if rtt, ok := g.slower.observe(w, limit, g.baseline); ok && rtt > g.baseline {
+			g.baseline = rtt
 		}
 		g.last, g.hasLast = w.rtt, true
 		gradient = 1
@@ -163,14 +203,26 @@ func (g *Gradient2) Next(limit float64, s Sample) float64 {
 		// Grow only while the RTT is in the lower half of the tolerated
 		// band, and hold in the upper half: growing up to the edge would
 		// overshoot it by the round trip the RTT takes to show a change.
-		if g.unqueued(w.rtt) && w.filled(limit) {
-			return limit + orDefault(g.Headroom, 4)
+		if g.unqueued(w.rtt) && g.filled {
+			return g.resume.grow(limit, limit+orDefault(g.Headroom, 4))
 		}
 		return limit
 	}
 	sm := orDefault(g.Smoothing, 0.5)
 	g.lowered = true
+	g.resume.stop()
 	return limit*(1-sm) + limit*gradient*sm
+}
+
+// LatencyBound returns how long a request may last before, if it ends
+// Inconclusive, it counts as Dropped: four times the RTT Tolerance allows
+// above the baseline, or 0 while no baseline has been measured (see
+// WithLatencyBound).
+func (g *Gradient2) LatencyBound() time.Duration {
+	if !g.measured {
+		return 0
+	}
+	return time.Duration(boundFactor * g.tolerance() * float64(g.baseline))
 }
 
 // probeNext takes a sample during a probe and returns the limit to use.
@@ -182,9 +234,13 @@ func (g *Gradient2) probeNext(s Sample) float64 {
 	g.sinceProbe, g.deferred = 0, 0
 	g.win.restart(s.End())
 	if !measured {
+		g.resume.fail(g.probe.saved)
 		return 1 // a step completed nothing: as a window that did not
 	}
 	g.baseline, g.measured = baseline, true
+	if !g.probe.bound {
+		return g.probe.saved // no step bound the requests: nothing to lower
+	}
 	// Go back to the limit before the probe if its RTT was within
 	// tolerance of the new baseline; else to the largest probed limit
 	// whose RTT was, and let the gradient raise it from there.

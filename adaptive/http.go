@@ -38,8 +38,8 @@ var ErrLimited = errors.New("adaptive: concurrency limit reached")
 // http.TimeoutHandler(adaptive.Handler(lim, next), d). TimeoutHandler runs
 // the handler it wraps in a goroutine of its own and answers 503 at its
 // deadline without waiting for that handler to return. Inside it, Handler
-// holds the permit for as long as next runs, and the request counts
-// Dropped (the server's deadline). Outside it, the permit would end when
+// holds the permit for as long as next runs, and the request, ended by the
+// server's deadline, counts as Inconclusive. Outside it, the permit would end when
 // TimeoutHandler answers while next runs on without one, and the limit
 // would no longer bound the handlers running.
 //
@@ -123,21 +123,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // served, given the status it answered with (200 if it wrote none), in the
 // order of these rules:
 //
-//   - the request's context hit its deadline (a server-side timeout, such
-//     as http.TimeoutHandler's): Dropped;
-//   - the request's context was cancelled otherwise (the client went
-//     away): Ignored;
+//   - the request's context ended (the client went away, or a deadline
+//     passed, http.TimeoutHandler's for one), whatever next answered:
+//     Inconclusive. An answer given after the deadline comes too late to
+//     be a success; a client that leaves, or a deadline shorter than the
+//     service's latency, says nothing about load by itself; and a request
+//     that waited past the limiter's latency bound before either counts
+//     as a drop (see WithLatencyBound);
 //   - 429 Too Many Requests, 503 Service Unavailable or 504 Gateway
 //     Timeout (the overload of something downstream, passed on): Dropped;
-//   - any other status, 4xx and 5xx included: Succeeded. The server did
-//     the request's work, and its time is a sample of the service's
-//     latency; an error status says nothing about load.
+//   - any other 5xx: Inconclusive. A server that fails may fail at once,
+//     and the time of its failures is no sample of its latency;
+//   - any other status, 4xx included: Succeeded. The server did the
+//     request's work, and its time is a sample of the service's latency.
 func ClassifyServer(r *http.Request, status int) Outcome {
-	switch err := r.Context().Err(); {
-	case errors.Is(err, context.DeadlineExceeded):
-		return Dropped
-	case err != nil:
-		return Ignored
+	if r.Context().Err() != nil {
+		return Inconclusive
 	}
 	return classifyStatus(status)
 }
@@ -145,9 +146,11 @@ func ClassifyServer(r *http.Request, status int) Outcome {
 // classifyStatus is the verdict on a status that Handler and Transport
 // share.
 func classifyStatus(status int) Outcome {
-	switch status {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	switch {
+	case status == http.StatusTooManyRequests, status == http.StatusServiceUnavailable, status == http.StatusGatewayTimeout:
 		return Dropped
+	case status >= 500:
+		return Inconclusive
 	}
 	return Succeeded
 }
@@ -311,18 +314,19 @@ func (t *Transport) roundTrip(req *http.Request, p *Permit) (*http.Response, err
 // error of a request that got none (resp is then nil), in the order of
 // these rules:
 //
-//   - the request's context was cancelled (context.Canceled): Ignored, as
-//     the caller gave up;
-//   - any other error (a deadline, a network timeout, a refused or reset
+//   - the request's context ended (context.Canceled: the caller gave up;
+//     context.DeadlineExceeded: its deadline passed): Inconclusive, as for
+//     ClassifyServer;
+//   - any other error (a network timeout, a refused or reset
 //     connection): Dropped, as the server did not complete the request;
 //   - 429 Too Many Requests, 503 Service Unavailable or 504 Gateway
 //     Timeout: Dropped;
-//   - any other status, 4xx and 5xx included: Succeeded, as for
-//     ClassifyServer.
+//   - any other 5xx: Inconclusive; any other status, 4xx included:
+//     Succeeded, as for ClassifyServer.
 func ClassifyClient(resp *http.Response, err error) Outcome {
 	switch {
-	case errors.Is(err, context.Canceled):
-		return Ignored
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return Inconclusive
 	case err != nil:
 		return Dropped
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -50,60 +51,98 @@ func TestHandlerShedsWith503WhenFull(t *testing.T) {
 	require.Equal(t, int64(0), st.InFlight)
 }
 
+// TestHandlerClassifiesOutcomes serves one request per row of the outcome
+// table through Handler, in a bubble, on a limiter whose latency bound is
+// 10 ms, and checks how the permit ended. A row whose verdict is
+// Inconclusive runs twice: answered at once it counts as Ignored, and
+// answered after 20 ms, past the bound, as Dropped.
 func TestHandlerClassifiesOutcomes(t *testing.T) {
 	tests := []struct {
-		name    string
-		status  int // 0: write nothing
-		cancel  bool
-		expire  bool // the request's deadline has passed
-		panics  bool
-		success uint64
-		dropped uint64
-		ignored uint64
+		name   string
+		status int // 0: write nothing
+		cancel bool
+		expire bool // the request's deadline has passed
+		panics bool
+		want   adaptive.Outcome
 	}{
-		{"200", http.StatusOK, false, false, false, 1, 0, 0},
-		{"nothing written", 0, false, false, false, 1, 0, 0},
-		{"404", http.StatusNotFound, false, false, false, 1, 0, 0},
-		{"500", http.StatusInternalServerError, false, false, false, 1, 0, 0},
-		{"503 from downstream", http.StatusServiceUnavailable, false, false, false, 0, 1, 0},
-		{"429 from downstream", http.StatusTooManyRequests, false, false, false, 0, 1, 0},
-		{"504 from downstream", http.StatusGatewayTimeout, false, false, false, 0, 1, 0},
-		{"client gone", http.StatusOK, true, false, false, 0, 0, 1},
-		{"client gone, 503", http.StatusServiceUnavailable, true, false, false, 0, 0, 1},
-		{"server deadline", http.StatusOK, false, true, false, 0, 1, 0},
-		{"server deadline, 503", http.StatusServiceUnavailable, false, true, false, 0, 1, 0},
-		{"handler panics", 0, false, false, true, 0, 0, 1},
+		{"200", http.StatusOK, false, false, false, adaptive.Succeeded},
+		{"nothing written", 0, false, false, false, adaptive.Succeeded},
+		{"404", http.StatusNotFound, false, false, false, adaptive.Succeeded},
+		{"500", http.StatusInternalServerError, false, false, false, adaptive.Inconclusive},
+		{"501", http.StatusNotImplemented, false, false, false, adaptive.Inconclusive},
+		{"503 from downstream", http.StatusServiceUnavailable, false, false, false, adaptive.Dropped},
+		{"429 from downstream", http.StatusTooManyRequests, false, false, false, adaptive.Dropped},
+		{"504 from downstream", http.StatusGatewayTimeout, false, false, false, adaptive.Dropped},
+		{"client gone", http.StatusOK, true, false, false, adaptive.Inconclusive},
+		{"client gone, 503", http.StatusServiceUnavailable, true, false, false, adaptive.Inconclusive},
+		{"deadline passed, 200", http.StatusOK, false, true, false, adaptive.Inconclusive},
+		{"deadline passed, 503", http.StatusServiceUnavailable, false, true, false, adaptive.Inconclusive},
+		{"handler panics", 0, false, false, true, adaptive.Ignored},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			lim := newLimiter(t, &recorder{}, 1, 10, 1)
-			h := adaptive.Handler(lim, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if tt.panics {
-					panic(http.ErrAbortHandler)
-				}
-				if tt.status != 0 {
-					w.WriteHeader(tt.status)
-				}
-			}))
-			ctx, cancel := context.WithCancel(context.Background())
-			if tt.cancel {
-				cancel()
+		for _, wait := range []time.Duration{0, 20 * time.Millisecond} {
+			if wait > 0 && tt.want != adaptive.Inconclusive {
+				continue
 			}
-			defer cancel()
-			if tt.expire {
-				var cancelTimeout context.CancelFunc
-				ctx, cancelTimeout = context.WithDeadline(ctx, time.Now())
-				defer cancelTimeout()
-			}
-			func() {
-				defer func() { _ = recover() }()
-				h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, "GET", "/", nil))
-			}()
-			st := lim.Stats()
-			require.Equal(t, [3]uint64{tt.success, tt.dropped, tt.ignored}, [3]uint64{st.Succeeded, st.Dropped, st.Ignored})
-			require.Equal(t, int64(0), st.InFlight)
-		})
+			t.Run(fmt.Sprintf("%s/after %v", tt.name, wait), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					lim, err := adaptive.New(&recorder{}, adaptive.WithLimits(1, 1, 10), adaptive.WithLatencyBound(10*time.Millisecond))
+					require.NoError(t, err)
+					var got adaptive.Outcome
+					h := adaptive.Handler(lim, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						time.Sleep(wait)
+						if tt.panics {
+							panic(http.ErrAbortHandler)
+						}
+						if tt.status != 0 {
+							w.WriteHeader(tt.status)
+						}
+					}), adaptive.WithClassifier(func(r *http.Request, status int) adaptive.Outcome {
+						got = adaptive.ClassifyServer(r, status)
+						return got
+					}))
+					ctx, cancel := context.WithCancel(context.Background())
+					if tt.cancel {
+						cancel()
+					}
+					defer cancel()
+					if tt.expire {
+						var cancelTimeout context.CancelFunc
+						ctx, cancelTimeout = context.WithDeadline(ctx, time.Now())
+						defer cancelTimeout()
+					}
+					func() {
+						defer func() { _ = recover() }()
+						h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, "GET", "/", nil))
+					}()
+					if !tt.panics {
+						require.Equal(t, tt.want, got, "ClassifyServer's verdict")
+					}
+					require.Equal(t, counted(tt.want, wait > 10*time.Millisecond), counts(lim))
+					require.Equal(t, int64(0), lim.Stats().InFlight)
+				})
+			})
+		}
 	}
+}
+
+// counted returns the counts of Succeeded, Dropped and Ignored that one
+// request ended with o leaves, late telling whether it lasted past the
+// latency bound.
+func counted(o adaptive.Outcome, late bool) [3]uint64 {
+	switch {
+	case o == adaptive.Succeeded:
+		return [3]uint64{1, 0, 0}
+	case o == adaptive.Dropped, o == adaptive.Inconclusive && late:
+		return [3]uint64{0, 1, 0}
+	}
+	return [3]uint64{0, 0, 1}
+}
+
+// counts returns lim's counts of Succeeded, Dropped and Ignored.
+func counts(lim *adaptive.Limiter) [3]uint64 {
+	st := lim.Stats()
+	return [3]uint64{st.Succeeded, st.Dropped, st.Ignored}
 }
 
 func TestHandlerOptions(t *testing.T) {
@@ -131,10 +170,12 @@ func TestHandlerOptions(t *testing.T) {
 
 // TestHandlerUnderTimeoutHandler puts Handler inside http.TimeoutHandler,
 // whose deadline passes while next runs; next then answers 503. The
-// permit ends Dropped: a server-side timeout, not a client that left.
+// permit ends Inconclusive, and as the request lasted past the latency
+// bound (50 ms), Dropped.
 func TestHandlerUnderTimeoutHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lim := newLimiter(t, &recorder{}, 1, 10, 1)
+		lim, err := adaptive.New(&recorder{}, adaptive.WithLimits(1, 1, 10), adaptive.WithLatencyBound(50*time.Millisecond))
+		require.NoError(t, err)
 		h := http.TimeoutHandler(adaptive.Handler(lim, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done()
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -238,42 +279,62 @@ func (timeoutError) Temporary() bool { return true }
 
 var _ net.Error = timeoutError{}
 
+// TestTransportClassifiesOutcomes makes one request per row of the
+// outcome table through Transport, in a bubble, on a limiter whose latency
+// bound is 10 ms, and checks how the permit ended; a row whose verdict is
+// Inconclusive runs answered at once (Ignored) and after 20 ms (Dropped).
 func TestTransportClassifiesOutcomes(t *testing.T) {
 	fail := func(err error) roundTripper {
 		return func(*http.Request) (*http.Response, error) { return nil, err }
 	}
 	tests := []struct {
-		name    string
-		base    roundTripper
-		success uint64
-		dropped uint64
-		ignored uint64
+		name string
+		base roundTripper
+		want adaptive.Outcome
 	}{
-		{"200", respond(http.StatusOK), 1, 0, 0},
-		{"404", respond(http.StatusNotFound), 1, 0, 0},
-		{"429", respond(http.StatusTooManyRequests), 0, 1, 0},
-		{"503", respond(http.StatusServiceUnavailable), 0, 1, 0},
-		{"deadline", fail(context.DeadlineExceeded), 0, 1, 0},
-		{"network timeout", fail(&net.OpError{Op: "dial", Err: timeoutError{}}), 0, 1, 0},
-		{"504", respond(http.StatusGatewayTimeout), 0, 1, 0},
-		{"cancelled", fail(context.Canceled), 0, 0, 1},
-		{"connection refused", fail(&net.OpError{Op: "dial", Err: errors.New("connection refused")}), 0, 1, 0},
+		{"200", respond(http.StatusOK), adaptive.Succeeded},
+		{"404", respond(http.StatusNotFound), adaptive.Succeeded},
+		{"500", respond(http.StatusInternalServerError), adaptive.Inconclusive},
+		{"429", respond(http.StatusTooManyRequests), adaptive.Dropped},
+		{"503", respond(http.StatusServiceUnavailable), adaptive.Dropped},
+		{"504", respond(http.StatusGatewayTimeout), adaptive.Dropped},
+		{"deadline", fail(context.DeadlineExceeded), adaptive.Inconclusive},
+		{"cancelled", fail(context.Canceled), adaptive.Inconclusive},
+		{"network timeout", fail(&net.OpError{Op: "dial", Err: timeoutError{}}), adaptive.Dropped},
+		{"connection refused", fail(&net.OpError{Op: "dial", Err: errors.New("connection refused")}), adaptive.Dropped},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			lim := newLimiter(t, &recorder{}, 1, 10, 1)
-			c := &http.Client{Transport: &adaptive.Transport{Limiter: lim, Base: tt.base}}
-			resp, err := c.Get("http://example.invalid/")
-			if err == nil {
-				require.Equal(t, int64(1), lim.Stats().InFlight, "held until the body is done")
-				b, _ := io.ReadAll(resp.Body)
-				require.Equal(t, "body", string(b))
-				require.NoError(t, resp.Body.Close())
+		for _, wait := range []time.Duration{0, 20 * time.Millisecond} {
+			if wait > 0 && tt.want != adaptive.Inconclusive {
+				continue
 			}
-			st := lim.Stats()
-			require.Equal(t, [3]uint64{tt.success, tt.dropped, tt.ignored}, [3]uint64{st.Succeeded, st.Dropped, st.Ignored})
-			require.Equal(t, int64(0), st.InFlight)
-		})
+			t.Run(fmt.Sprintf("%s/after %v", tt.name, wait), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					lim, err := adaptive.New(&recorder{}, adaptive.WithLimits(1, 1, 10), adaptive.WithLatencyBound(10*time.Millisecond))
+					require.NoError(t, err)
+					base := roundTripper(func(r *http.Request) (*http.Response, error) {
+						time.Sleep(wait)
+						return tt.base(r)
+					})
+					var got adaptive.Outcome
+					c := &http.Client{Transport: &adaptive.Transport{Limiter: lim, Base: base,
+						Classify: func(resp *http.Response, err error) adaptive.Outcome {
+							got = adaptive.ClassifyClient(resp, err)
+							return got
+						}}}
+					resp, err := c.Get("http://example.invalid/")
+					if err == nil {
+						require.Equal(t, int64(1), lim.Stats().InFlight, "held until the body is done")
+						b, _ := io.ReadAll(resp.Body)
+						require.Equal(t, "body", string(b))
+						require.NoError(t, resp.Body.Close())
+					}
+					require.Equal(t, tt.want, got, "ClassifyClient's verdict")
+					require.Equal(t, counted(tt.want, wait > 10*time.Millisecond), counts(lim))
+					require.Equal(t, int64(0), lim.Stats().InFlight)
+				})
+			})
+		}
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 
 var (
 	// ErrInvalidLimits is returned (wrapped, with the numbers) by New when
-	// the bounds are not 1 ≤ min ≤ initial ≤ max ≤ atomicsem.MaxPermits.
+	// the bounds are not 1 ≤ min ≤ initial ≤ max ≤ atomicsem.MaxPermits,
+	// or the latency bound of WithLatencyBound is negative.
 	ErrInvalidLimits = errors.New("adaptive: invalid limits")
 	// ErrInvalidController is returned (wrapped, with the reason) by New
 	// and by the controllers' Validate methods when a controller has a
@@ -38,7 +39,8 @@ const (
 // enforced by an atomicsem.Semaphore.
 //
 // Each request takes a Permit (Acquire waits for one, TryAcquire sheds the
-// request when none is free) and ends it with Succeeded, Dropped or Ignored.
+// request when none is free) and ends it with Succeeded, Dropped, Ignored or
+// Inconclusive.
 // Succeeded and Dropped feed the round-trip time, the number of requests in
 // flight and the outcome to the controller, whose answer becomes the
 // semaphore's limit through SetLimit: lowering it never revokes a permit
@@ -68,6 +70,7 @@ type Limiter struct {
 	// whether the limit bounded the requests in flight meanwhile.
 	turnedAway atomic.Uint64
 	min, max   float64
+	bound      time.Duration // WithLatencyBound's; 0 for the controller's
 	// epoch is when the limiter was made. Permits keep their start as the
 	// time since epoch, which time.Since reads from the monotonic clock
 	// alone: time.Now would read the wall clock too, and on a request's
@@ -92,6 +95,7 @@ type Option func(*config)
 
 type config struct {
 	min, initial, max int64
+	bound             time.Duration
 	semOpts           []atomicsem.Option
 	gate              *overload.Gate
 }
@@ -102,6 +106,19 @@ type config struct {
 // atomicsem.MaxPermits.
 func WithLimits(initial, min, max int64) Option {
 	return func(c *config) { c.initial, c.min, c.max = initial, min, max }
+}
+
+// WithLatencyBound sets the latency bound past which a request that ends
+// Inconclusive (its client went away, its deadline passed, the server
+// failed) counts as Dropped rather than Ignored: a request that lasted that
+// long waited where the service keeps none that long. By default, or with
+// a d of 0, the controller sets it from its measure of the service's
+// latency, through a method LatencyBound() time.Duration if it has one, as
+// the controllers of this package do (about four times the latency of a
+// request that does not queue); without a bound, an Inconclusive request
+// counts as Ignored. A negative d is an error, ErrInvalidLimits.
+func WithLatencyBound(d time.Duration) Option {
+	return func(c *config) { c.bound = d }
 }
 
 // WithSemaphoreOptions passes options to the semaphore the Limiter builds,
@@ -123,9 +140,10 @@ func WithSemaphoreOptions(opts ...atomicsem.Option) Option {
 // New returns ErrInvalidLimits for bounds out of order and
 // ErrInvalidController for a controller with a setting out of its range:
 // New calls the controller's Validate method if it has one, as the
-// controllers of this package do. It is a run-time error to pass a nil
-// pointer as ctrl (a typed nil, such as (*AIMD)(nil)) or a nil Option; the
-// panic message begins "adaptive: ".
+// controllers of this package do, and checks Vegas's Alpha and Beta
+// against the bounds. It is a run-time error to pass a nil pointer as ctrl
+// (a typed nil, such as (*AIMD)(nil)) or a nil Option; the panic message
+// begins "adaptive: ".
 func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 	cfg := config{min: DefaultMinLimit, initial: DefaultInitialLimit, max: DefaultMaxLimit}
 	for _, opt := range opts {
@@ -138,6 +156,9 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: min %d, initial %d, max %d needs 1 ≤ min ≤ initial ≤ max ≤ %d",
 			ErrInvalidLimits, cfg.min, cfg.initial, cfg.max, atomicsem.MaxPermits)
 	}
+	if cfg.bound < 0 {
+		return nil, fmt.Errorf("%w: latency bound %v is negative", ErrInvalidLimits, cfg.bound)
+	}
 	if ctrl == nil {
 		ctrl = &Gradient2{}
 	}
@@ -149,6 +170,11 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 			if !errors.Is(err, ErrInvalidController) {
 				err = fmt.Errorf("%w: %w", ErrInvalidController, err)
 			}
+			return nil, err
+		}
+	}
+	if c, ok := ctrl.(boundsValidator); ok {
+		if err := c.validateWithin(float64(cfg.min), float64(cfg.max)); err != nil {
 			return nil, err
 		}
 	}
@@ -167,6 +193,7 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 		ctrl:  ctrl,
 		limit: float64(cfg.initial),
 		set:   cfg.initial,
+		bound: cfg.bound,
 	}, nil
 }
 
@@ -288,6 +315,34 @@ func (l *Limiter) record(s Sample) {
 			l.set = n
 		}
 	}
+}
+
+// inconclusive records a request that ended Inconclusive: as a drop if it
+// lasted longer than the latency bound, else as ignored. It returns the
+// outcome it was counted as.
+func (l *Limiter) inconclusive(s Sample) Outcome {
+	if bound := l.latencyBound(); bound <= 0 || s.RTT <= bound {
+		l.ignore()
+		return Ignored
+	}
+	s.Dropped = true
+	l.record(s)
+	return Dropped
+}
+
+// latencyBound returns the bound WithLatencyBound set, or else the
+// controller's, read under mu as the controller's state is; mu is released
+// in a defer, so that a LatencyBound that panics leaves it unlocked.
+func (l *Limiter) latencyBound() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bound != 0 {
+		return l.bound
+	}
+	if b, ok := l.ctrl.(bounder); ok {
+		return b.LatencyBound()
+	}
+	return 0
 }
 
 // ignore counts a request that ended in Ignored.

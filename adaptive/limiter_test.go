@@ -59,6 +59,10 @@ func TestNewRejectsBadSettings(t *testing.T) {
 		{"Gradient2 probe interval +Inf", &adaptive.Gradient2{ProbeInterval: inf}, nil, adaptive.ErrInvalidController},
 		{"Gradient2 probe interval -Inf", &adaptive.Gradient2{ProbeInterval: -inf}, nil, adaptive.ErrInvalidController},
 		{"a caller's controller that fails Validate", validating{errors.New("no")}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 probe interval 1e-9", &adaptive.Gradient2{ProbeInterval: 1e-9}, nil, adaptive.ErrInvalidController},
+		{"Gradient2 probe interval 1", &adaptive.Gradient2{ProbeInterval: 1}, nil, adaptive.ErrInvalidController},
+		{"Vegas probe multiplier 1", &adaptive.Vegas{ProbeMultiplier: 1}, nil, adaptive.ErrInvalidController},
+		{"negative latency bound", nil, []adaptive.Option{adaptive.WithLatencyBound(-time.Second)}, adaptive.ErrInvalidLimits},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,13 +78,50 @@ func TestNewRejectsBadSettings(t *testing.T) {
 	}
 	for _, ctrl := range []adaptive.Controller{
 		&adaptive.AIMD{}, &adaptive.AIMD{Backoff: 0.5, Timeout: time.Second},
-		&adaptive.Vegas{}, &adaptive.Vegas{Alpha: 2, Beta: 2, Smoothing: 1, ProbeMultiplier: 1},
-		&adaptive.Gradient2{}, &adaptive.Gradient2{Tolerance: 1, Smoothing: 1, Headroom: 0, ProbeInterval: 1},
+		&adaptive.Vegas{}, &adaptive.Vegas{Alpha: 2, Beta: 2, Smoothing: 1, ProbeMultiplier: 2},
+		&adaptive.Vegas{Alpha: 6}, &adaptive.Vegas{Beta: 9}, &adaptive.Vegas{Alpha: 50, Beta: 100},
+		&adaptive.Gradient2{}, &adaptive.Gradient2{Tolerance: 1, Smoothing: 1, Headroom: 0, ProbeInterval: 2},
 		validating{},
 	} {
 		lim, err := adaptive.New(ctrl)
 		require.NoError(t, err, "%#v", ctrl)
 		lim.Close()
+	}
+}
+
+// TestNewRefusesVegasThresholdsTheBoundsDefeat checks the settings of
+// Vegas that Validate cannot judge alone: Alpha above Beta at some limit
+// within the bounds, where one of them takes its default, and a Beta the
+// estimated queue, at most the limit, never exceeds.
+func TestNewRefusesVegasThresholdsTheBoundsDefeat(t *testing.T) {
+	tests := []struct {
+		name              string
+		v                 *adaptive.Vegas
+		initial, min, max int64
+		ok                bool
+	}{
+		{"Alpha 1000, Beta's default at most 18", &adaptive.Vegas{Alpha: 1000}, 20, 1, 1000, false},
+		{"Alpha 30, Beta's default at most 18", &adaptive.Vegas{Alpha: 30}, 20, 1, 1000, false},
+		{"Alpha 7, Beta's default 6 below a limit of 100", &adaptive.Vegas{Alpha: 7}, 20, 1, 1000, false},
+		{"Alpha 7, limits from 100, Beta's default at least 12", &adaptive.Vegas{Alpha: 7}, 100, 100, 1000, true},
+		{"Beta 8, Alpha's default 9 at a limit of 1000", &adaptive.Vegas{Beta: 8}, 20, 1, 1000, false},
+		{"Beta 8, limits up to 999", &adaptive.Vegas{Beta: 8}, 20, 1, 999, true},
+		{"Beta 1000 of at most 1000 in flight", &adaptive.Vegas{Alpha: 3, Beta: 1000}, 20, 1, 1000, false},
+		{"Beta 999 of at most 1000", &adaptive.Vegas{Alpha: 3, Beta: 999}, 20, 1, 1000, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.NoError(t, tt.v.Validate(), "Validate alone, without the bounds, accepts it")
+			lim, err := adaptive.New(tt.v, adaptive.WithLimits(tt.initial, tt.min, tt.max))
+			if tt.ok {
+				require.NoError(t, err)
+				lim.Close()
+				return
+			}
+			require.ErrorIs(t, err, adaptive.ErrInvalidController)
+			require.Nil(t, lim)
+			require.Contains(t, err.Error(), "adaptive: ")
+		})
 	}
 }
 

@@ -184,3 +184,36 @@ func TestControllerPanicReleasesTheLock(t *testing.T) {
 		t.Fatal("the limiter's lock is still held after the controller panicked")
 	}
 }
+
+// panickyBound is a controller whose LatencyBound panics.
+type panickyBound struct{}
+
+func (panickyBound) Next(limit float64, _ adaptive.Sample) float64 { return limit }
+func (panickyBound) LatencyBound() time.Duration                   { panic(errUser) }
+
+// TestLatencyBoundPanicReleasesTheLock ends a permit Inconclusive under a
+// controller whose LatencyBound panics: the panic reaches the goroutine
+// that ended the permit, the slot is free, and the limiter's lock, under
+// which LatencyBound runs, is not left held.
+func TestLatencyBoundPanicReleasesTheLock(t *testing.T) {
+	lim := newLimiter(t, panickyBound{}, 1, 1, 1)
+	var p adaptive.Permit
+	require.True(t, lim.TryAcquire(&p))
+	requirePanics(t, errUser, p.Inconclusive)
+
+	done := make(chan adaptive.Stats)
+	go func() {
+		var q adaptive.Permit
+		if lim.TryAcquire(&q) {
+			q.Succeeded()
+		}
+		done <- lim.Stats()
+	}()
+	select {
+	case st := <-done:
+		require.Equal(t, uint64(1), st.Succeeded)
+		require.Equal(t, int64(0), st.InFlight)
+	case <-time.After(10 * time.Second): // generous: the goroutine does no waiting of its own
+		t.Fatal("the limiter's lock is still held after LatencyBound panicked")
+	}
+}

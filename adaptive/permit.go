@@ -8,7 +8,7 @@ import (
 )
 
 // Permit is one admitted request's slot under a Limiter's limit. It ends in
-// exactly one of three ways (or through End, which names the way), each of
+// exactly one of four ways (or through End, which names the way), each of
 // which frees the slot:
 //
 //   - Succeeded: the request completed; its round-trip time, measured from
@@ -18,6 +18,11 @@ import (
 //     status); the controller backs off.
 //   - Ignored: the outcome says nothing about load (a client error, a
 //     cancelled request); the controller does not see it.
+//   - Inconclusive: the request ended without a verdict of its own on load
+//     (its client went away, its deadline passed, the server failed): it
+//     counts as Dropped if it lasted longer than the limiter's latency
+//     bound, having waited where the service keeps no request that long,
+//     and as Ignored otherwise (see WithLatencyBound).
 //
 // A Permit is filled in by Limiter.Acquire or Limiter.TryAcquire, into a
 // variable the caller declares; once ended it may be filled in again. It
@@ -54,6 +59,21 @@ func (p *Permit) Ignored() {
 	}
 }
 
+// Inconclusive ends the permit as a request that ended without a verdict
+// of its own on load, and frees its slot: the limiter counts it as Dropped
+// if it lasted longer than the latency bound (see WithLatencyBound), and
+// as Ignored otherwise; an observer (see Limiter.Observe) sees the outcome
+// it was counted as.
+func (p *Permit) Inconclusive() {
+	l := p.take()
+	s := p.sample(l, false)
+	p.tok.Release()
+	o := l.inconclusive(s)
+	if ob := l.obs.Load(); ob != nil {
+		ob.f(o, s.RTT)
+	}
+}
+
 // Start returns when the permit was acquired; the zero time for the zero
 // Permit or one already ended. It is a run-time error to call it on a nil
 // Permit.
@@ -72,8 +92,7 @@ func (p *Permit) Start() time.Time {
 // does not wait for the controller too.
 func (p *Permit) end(dropped bool) {
 	l := p.take()
-	s := Sample{Start: l.epoch.Add(p.start), RTT: time.Since(l.epoch) - p.start, InFlight: p.inFlight,
-		Limited: l.turnedAway.Load() != p.turnedAway, Dropped: dropped}
+	s := p.sample(l, dropped)
 	p.tok.Release()
 	l.record(s)
 	if ob := l.obs.Load(); ob != nil {
@@ -83,6 +102,12 @@ func (p *Permit) end(dropped bool) {
 		}
 		ob.f(o, s.RTT)
 	}
+}
+
+// sample returns the sample of the permit, ending now, of limiter l.
+func (p *Permit) sample(l *Limiter, dropped bool) Sample {
+	return Sample{Start: l.epoch.Add(p.start), RTT: time.Since(l.epoch) - p.start, InFlight: p.inFlight,
+		Limited: l.turnedAway.Load() != p.turnedAway, Dropped: dropped}
 }
 
 // take marks the permit ended and returns its limiter, or panics if the
@@ -130,9 +155,14 @@ const (
 	Dropped
 	// Ignored is a request whose outcome says nothing about load.
 	Ignored
+	// Inconclusive is a request that ended without a verdict of its own
+	// on load: Dropped if it lasted longer than the limiter's latency
+	// bound, Ignored otherwise.
+	Inconclusive
 )
 
-// String returns the outcome's name: "Succeeded", "Dropped" or "Ignored".
+// String returns the outcome's name: "Succeeded", "Dropped", "Ignored" or
+// "Inconclusive".
 func (o Outcome) String() string {
 	switch o {
 	case Succeeded:
@@ -141,18 +171,23 @@ func (o Outcome) String() string {
 		return "Dropped"
 	case Ignored:
 		return "Ignored"
+	case Inconclusive:
+		return "Inconclusive"
 	}
 	return "Outcome(" + strconv.Itoa(int(o)) + ")"
 }
 
-// End ends the permit with outcome o: Succeeded, Dropped or Ignored, as
-// the methods of those names do. Any other value counts as Ignored.
+// End ends the permit with outcome o: Succeeded, Dropped, Ignored or
+// Inconclusive, as the methods of those names do. Any other value counts
+// as Ignored.
 func (p *Permit) End(o Outcome) {
 	switch o {
 	case Succeeded:
 		p.Succeeded()
 	case Dropped:
 		p.Dropped()
+	case Inconclusive:
+		p.Inconclusive()
 	default:
 		p.Ignored()
 	}

@@ -22,7 +22,9 @@ import (
 // which no request completed ends the probe without a measurement, as the
 // sign of a service that fails at any limit. The probe keeps the mean
 // RTT of every step, so that its controller can choose the limit to go
-// back to (see exit).
+// back to (see exit), and whether any step's limit bound the requests in
+// flight: a probe whose steps bound nothing measured what the load shows
+// at any limit, and its controller goes back to the limit it left.
 //
 // A queue that the limit builds therefore never enters the measurement,
 // however long it has stood: a service queued from its first request, or
@@ -37,9 +39,13 @@ type probe struct {
 	since     time.Time     // samples of requests admitted earlier are ignored
 	n, ok     int           // samples taken in this step, and those not dropped
 	sum       time.Duration // of the RTTs of those not dropped
+	sumSq     float64       // of their squares, in seconds², for the step's noise
+	noise     float64       // the standard error of the previous step's mean, in seconds
 	best      time.Duration // the mean RTT of the previous step, or the baseline
 	hasBest   bool          // whether best is known
 	steps     []probeStep   // the finished steps that saw no drop
+	bound     bool          // whether a step's limit bound the requests in flight
+	run       int           // drops in a row, whenever the requests were admitted
 }
 
 // probeStep is a finished step of a probe: its limit and mean RTT.
@@ -63,7 +69,7 @@ func (p *probe) begin(limit float64, before time.Duration, hasBefore bool, basel
 	// The first step compares with the current baseline: when lowering
 	// the limit does not beat it, the baseline stands after one step.
 	*p = probe{active: true, saved: limit, before: before, hasBefore: hasBefore,
-		best: baseline, hasBest: hasBaseline, steps: p.steps[:0]}
+		best: baseline, hasBest: hasBaseline, steps: p.steps[:0]} // noise 0: the baseline's is not known
 	return p.step(limit*probeFactor, at)
 }
 
@@ -72,7 +78,7 @@ func (p *probe) begin(limit float64, before time.Duration, hasBefore bool, basel
 func (p *probe) step(limit float64, since time.Time) float64 {
 	p.limit = math.Max(1, limit)
 	p.since = since
-	p.n, p.ok, p.sum = 0, 0, 0
+	p.n, p.ok, p.sum, p.sumSq = 0, 0, 0, 0
 	return p.limit
 }
 
@@ -84,8 +90,19 @@ func (p *probe) step(limit float64, since time.Time) float64 {
 // requires p.active.
 //
 // A step counts its drops with its other samples, so that a service that
-// drops every request still ends each step.
+// drops every request still ends each step; and as many drops in a row as
+// the step admits end the probe at once.
 func (p *probe) add(s Sample) (limit float64, rtt time.Duration, done, measured bool) {
+	p.run++
+	if !s.Dropped {
+		p.run = 0
+	}
+	if float64(p.run) >= math.Ceil(p.limit) {
+		// As many drops in a row as the step admits: the service answers
+		// nothing (see summary.failed).
+		p.active = false
+		return p.limit, 0, true, false
+	}
 	if s.Start.Before(p.since) {
 		return p.limit, 0, false, false // admitted before this step
 	}
@@ -93,7 +110,9 @@ func (p *probe) add(s Sample) (limit float64, rtt time.Duration, done, measured 
 	if !s.Dropped {
 		p.ok++
 		p.sum += s.RTT
+		p.sumSq += s.RTT.Seconds() * s.RTT.Seconds()
 	}
+	p.bound = p.bound || s.Limited || float64(s.InFlight) >= math.Floor(p.limit)
 	if float64(p.n) < math.Max(p.limit, 10) {
 		return p.limit, 0, false, false
 	}
@@ -103,13 +122,19 @@ func (p *probe) add(s Sample) (limit float64, rtt time.Duration, done, measured 
 	}
 	dropped := p.ok < p.n // the step still overloads; its RTTs are cut short
 	mean := p.sum / time.Duration(p.ok)
+	m := mean.Seconds()
+	noise := math.Sqrt(max(0, p.sumSq/float64(p.ok)-m*m) / float64(p.ok)) // the standard error of mean
 	if !dropped {
 		p.steps = append(p.steps, probeStep{p.limit, mean})
 	}
 	// A step that disagrees with the previous one may still queue: take
-	// another step down, unless the limit is as low as it goes.
-	if (dropped || !p.hasBest || !near(mean, p.best)) && p.limit > 1 {
-		p.best, p.hasBest = mean, !dropped // a step cut short by drops is no mean to compare with
+	// another step down, unless the limit is as low as it goes. Two steps
+	// agree within 10 %, or within twice the noise of their means: an RTT
+	// that varies from one request to the next by more than the steps'
+	// difference shows no queue that the step took away.
+	agree := p.hasBest && (near(mean, p.best) || math.Abs(m-p.best.Seconds()) <= 2*math.Hypot(noise, p.noise))
+	if (dropped || !agree) && p.limit > 1 {
+		p.best, p.hasBest, p.noise = mean, !dropped, noise // a step cut short by drops is no mean to compare with
 		return p.step(p.limit*probeFactor, s.End()), 0, false, false
 	}
 	for _, st := range p.steps {
@@ -141,4 +166,52 @@ func (p *probe) exit(fits func(limit float64, rtt time.Duration) bool) float64 {
 // near reports whether a and b are within 10 % of each other.
 func near(a, b time.Duration) bool {
 	return float64(a) <= 1.1*float64(b) && float64(b) <= 1.1*float64(a)
+}
+
+// slower tells a service that got slower from a queue without a probe.
+// The RTT of a service that queues the requests a limit admits falls with
+// the requests in flight; that of a service that got slower does not. In
+// an episode of windows whose mean RTT is more than 10 % above the
+// unloaded one, once a window that filled its limit and completed every
+// request has at most slowerStep of an earlier one's requests in flight,
+// with mean RTTs within 10 % of each other, no queue of the limit's made
+// it: the RTT is the service's own, and observe returns it. A window whose
+// RTT has moved more than that begins the comparison again from itself.
+// A window of one request in flight queues behind none of the limit's,
+// and its RTT is the service's own at once: a limit cut to its minimum
+// cannot show the requests in flight falling. A delay-based controller
+// whose limit a slower service cuts finds it so once its cuts add up to a
+// probe's step, where a probe would wait for the next due one.
+type slower struct {
+	inFlight int64         // of the window the comparison is from
+	rtt      time.Duration // its mean RTT
+	ok       bool          // whether the comparison is on
+}
+
+// slowerStep is how far the requests in flight must fall within an episode
+// for slower to take its RTT for the service's own: as far as a probe's
+// step.
+const slowerStep = probeFactor
+
+// observe takes the summary of a window that completed every request, at
+// limit, given the unloaded RTT, and returns the service's RTT if the
+// episode it continues shows one (see slower).
+func (f *slower) observe(w summary, limit float64, unloaded time.Duration) (time.Duration, bool) {
+	switch {
+	case float64(w.rtt) <= 1.1*float64(unloaded):
+		f.ok = false // no slower than the unloaded RTT: the episode is over
+		return 0, false
+	case !w.filled(limit):
+		return 0, false
+	case w.inFlight <= 1:
+		f.ok = false
+		return w.rtt, true
+	case !f.ok || !near(w.rtt, f.rtt):
+		*f = slower{inFlight: w.inFlight, rtt: w.rtt, ok: true} // compare from here
+		return 0, false
+	case float64(w.inFlight) > slowerStep*float64(f.inFlight):
+		return 0, false
+	}
+	f.ok = false
+	return min(w.rtt, f.rtt), true
 }

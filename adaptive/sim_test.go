@@ -34,9 +34,9 @@ func TestSimulation(t *testing.T) {
 		{"AIMD", func() adaptive.Controller { return &adaptive.AIMD{Timeout: 22 * time.Millisecond} },
 			2600, 12500, 1000, 2400, 2},
 		{"Vegas", func() adaptive.Controller { return &adaptive.Vegas{} },
-			750, 6500, 1300, 450, 2},
+			750, 8400, 1600, 450, 2},
 		{"Gradient2", func() adaptive.Controller { return &adaptive.Gradient2{} },
-			1100, 6500, 800, 700, 2},
+			1100, 8400, 1050, 700, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

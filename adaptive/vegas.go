@@ -38,7 +38,8 @@ import (
 // This Vegas measures rttNoLoad as Gradient2 measures its baseline, in a
 // probe at a lower limit, as Envoy's adaptive concurrency filter measures
 // its minimum RTT and BBR its round-trip propagation time. At the first
-// sample, and then every ProbeMultiplier × limit samples (times a jitter
+// window whose requests fill the limit (or drop one), and then every
+// ProbeMultiplier × limit samples (times a jitter
 // in [0.5, 1), so that limiters started together probe apart), it lowers
 // the limit to three quarters, ignores the requests admitted before, and
 // takes the mean RTT of about one limit's worth of the next ones (at least
@@ -52,9 +53,20 @@ import (
 // against the new rttNoLoad, is at most Beta (the rule would not lower
 // it); else to the largest probed limit whose queue was, from which the
 // rule takes over. A queue the limit builds therefore never becomes
-// the unloaded RTT, and a service whose own latency rises is followed at
-// the next probe; one whose latency falls is followed at once, since a
-// window whose mean RTT is below rttNoLoad lowers it.
+// the unloaded RTT. A probe falls due only while the load fills the
+// limit, so a limit the load does not fill is neither raised nor lowered,
+// and a probe whose steps bound nothing goes back to the limit it left.
+// A service whose latency falls is followed at once, since a window whose
+// mean RTT is below rttNoLoad lowers it; one whose latency rises is
+// followed once the steps down that its queue estimate takes add up to a
+// quarter of the requests in flight without the RTT falling by more than
+// 10 %, which shows that no queue of the limit's made it (as Gradient2
+// does), or at the next probe.
+//
+// As AIMD does, it takes the limit to its minimum once as many requests in
+// a row were dropped as the limit admits, and doubles it back, after the
+// failure, up to half what it was (see AIMD). LatencyBound is four times
+// rttNoLoad.
 //
 // A probe costs throughput while it lasts: settled a few requests above
 // the capacity, a step of three quarters leaves the service below
@@ -65,25 +77,30 @@ import (
 // Limiter. The zero value uses the defaults.
 type Vegas struct {
 	// Alpha is the queue size below which the limit grows; 0 means
-	// 3 × log10(limit).
+	// 3 × log10(limit). New refuses an Alpha above Beta at some limit
+	// within the Limiter's bounds.
 	Alpha int
 	// Beta is the queue size above which the limit shrinks; 0 means
-	// 6 × log10(limit).
+	// 6 × log10(limit). New refuses a Beta below Alpha at some limit
+	// within the Limiter's bounds, or not below the maximum limit.
 	Beta int
 	// Smoothing in (0, 1] is the weight of the new limit against the
 	// current one; 0 means 1, no smoothing.
 	Smoothing float64
 	// ProbeMultiplier sets how often a probe measures rttNoLoad afresh:
 	// every ProbeMultiplier × limit samples, times a jitter in [0.5, 1);
-	// 0 means 30.
+	// at least 2, and 0 means 30.
 	ProbeMultiplier int
 
 	rttNoLoad  time.Duration // the probe's measurement, or a lower window mean since
 	measured   bool          // whether rttNoLoad is known
 	last       time.Duration // the mean RTT of the last window that was not application-limited
 	hasLast    bool          // whether last is known
+	filled     bool          // whether the last window filled the limit
 	win        window
 	probe      probe
+	slower     slower
+	resume     resume
 	probeCount int     // samples since the last probe ended
 	sinceCalm  float64 // samples since a window last showed no more queue than Beta
 	jitter     float64 // in [0.5, 1): scales the interval between probes
@@ -101,8 +118,30 @@ func (v *Vegas) Validate() error {
 		return invalid("Vegas.Alpha %d is above Beta %d", v.Alpha, v.Beta)
 	case !(v.Smoothing >= 0 && v.Smoothing <= 1):
 		return invalid("Vegas.Smoothing %v is outside (0, 1]", v.Smoothing)
-	case v.ProbeMultiplier < 0:
-		return invalid("Vegas.ProbeMultiplier %d is negative", v.ProbeMultiplier)
+	case v.ProbeMultiplier != 0 && v.ProbeMultiplier < 2:
+		// A probe takes about two limits' worth of samples: an interval
+		// shorter than that keeps the limit stepped down, probing, most
+		// of the time.
+		return invalid("Vegas.ProbeMultiplier %d is below 2: a probe takes about two limits' worth of samples", v.ProbeMultiplier)
+	}
+	return nil
+}
+
+// validateWithin returns an error wrapping ErrInvalidController if Alpha
+// or Beta cannot work with a limit in [min, max], nil otherwise. New calls
+// it. Alpha above Beta at some limit, where one of them takes its default
+// (which grows with the limit), makes the limit grow through the queue
+// that should lower it; a Beta of max or more is a queue the estimate,
+// which is at most the limit, never exceeds, so that only drops lower the
+// limit.
+func (v *Vegas) validateWithin(min, max float64) error {
+	switch {
+	case v.Alpha != 0 && v.Beta == 0 && float64(v.Alpha) > 6*log10Floor(min):
+		return invalid("Vegas.Alpha %d is above Beta's default, 6 × ⌊log10(limit)⌋, at the minimum limit %v: set Beta too", v.Alpha, min)
+	case v.Beta != 0 && v.Alpha == 0 && float64(v.Beta) < 3*log10Floor(max):
+		return invalid("Vegas.Beta %d is below Alpha's default, 3 × ⌊log10(limit)⌋, at the maximum limit %v: set Alpha too", v.Beta, max)
+	case v.Beta != 0 && float64(v.Beta) >= max:
+		return invalid("Vegas.Beta %d is not below the maximum limit %v: the queue Vegas estimates never exceeds it", v.Beta, max)
 	}
 	return nil
 }
@@ -125,13 +164,12 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 		// An RTT the clock cannot resolve: no probe can measure less.
 		v.rttNoLoad, v.measured = 0, true
 		v.resetProbe()
-	case !v.measured:
-		return v.probe.begin(limit, v.last, v.hasLast, v.rttNoLoad, false, s.End())
-	case v.jitter*float64(orDefaultInt(v.ProbeMultiplier, 30))*limit <= float64(v.probeCount):
-		if v.sinceCalm < 5*limit {
+	case v.measured && v.jitter*float64(orDefaultInt(v.ProbeMultiplier, 30))*limit <= float64(v.probeCount):
+		if v.sinceCalm < 5*limit || !v.filled {
 			// A window showed no more queue than Beta within the last five
 			// limits' worth of samples: the limit is where the rule
-			// wants it, and a probe would measure the same.
+			// wants it, and a probe would measure the same. Or the load
+			// does not fill the limit, which a probe is not to lower.
 			v.resetProbe()
 			break
 		}
@@ -141,19 +179,35 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 	if !v.win.add(limit, s) {
 		return limit
 	}
-	w := v.win.close(s)
+	w := v.win.close(limit, s)
+	v.filled = w.filled(limit)
 	if w.failed {
+		v.resume.fail(w.before)
 		return 1 // nothing completed: to the minimum, which the Limiter enforces
+	}
+	if !v.measured {
+		// The first window that fills the limit, or drops a request,
+		// starts the probe that measures rttNoLoad; until then the limit
+		// binds nothing, and there is nothing to judge.
+		if v.filled || w.dropped {
+			return v.probe.begin(limit, 0, false, 0, false, s.End())
+		}
+		return limit
 	}
 	lg := log10Floor(limit)
 	next := limit - lg // a drop
 	if !w.dropped {
 		// A window faster than rttNoLoad shows a service that got faster
-		// since the probe; a slower one is left to the next probe, which
-		// tells a slower service from a queue.
+		// since the probe; a slower one is the service's own latency if
+		// fewer requests in flight did not make it faster (see slower),
+		// and otherwise left to the next probe, which tells a slower
+		// service from a queue.
 		v.rttNoLoad = min(v.rttNoLoad, w.rtt)
 		if float64(w.inFlight)*2 < limit {
 			return limit // application-limited: the RTT says nothing about the limit
+		}
+		if rtt, ok := v.slower.observe(w, limit, v.rttNoLoad); ok && rtt > v.rttNoLoad {
+			v.rttNoLoad = rtt
 		}
 		v.last, v.hasLast = w.rtt, true
 		queue := v.queue(limit, w.rtt)
@@ -161,20 +215,33 @@ func (v *Vegas) Next(limit float64, s Sample) float64 {
 			v.sinceCalm = 0 // a queue the rule does not lower the limit for
 		}
 		switch {
-		case queue < v.alpha(limit) && !w.filled(limit):
+		case queue < v.alpha(limit) && !v.filled:
 			return limit // a limit the requests do not reach is not raised
 		case queue <= lg:
-			next = limit + v.beta(limit)
+			next = v.resume.grow(limit, limit+v.beta(limit))
 		case queue < v.alpha(limit):
-			next = limit + lg
+			next = v.resume.grow(limit, limit+lg)
 		case queue > v.beta(limit):
 			next = limit - lg
 		default:
 			return limit
 		}
 	}
+	if next < limit {
+		v.resume.stop()
+	}
 	sm := orDefault(v.Smoothing, 1)
 	return (1-sm)*limit + sm*math.Max(1, next)
+}
+
+// LatencyBound returns how long a request may last before, if it ends
+// Inconclusive, it counts as Dropped: four times rttNoLoad, or 0 while
+// none has been measured (see WithLatencyBound).
+func (v *Vegas) LatencyBound() time.Duration {
+	if !v.measured {
+		return 0
+	}
+	return boundFactor * v.rttNoLoad
 }
 
 // probeNext takes a sample during a probe and returns the limit to use.
@@ -186,9 +253,13 @@ func (v *Vegas) probeNext(s Sample) float64 {
 	v.resetProbe()
 	v.win.restart(s.End())
 	if !measured {
+		v.resume.fail(v.probe.saved)
 		return 1 // a step completed nothing: as a window that did not
 	}
 	v.rttNoLoad, v.measured = rtt, true
+	if !v.probe.bound {
+		return v.probe.saved // no step bound the requests: nothing to lower
+	}
 	// Go back to the limit before the probe if Vegas would not have
 	// lowered it, measured against the new rttNoLoad; else to the largest
 	// probed limit it would not lower, and let the rule raise it from

@@ -17,54 +17,40 @@ import (
 // goroutine that ends it, and must be safe for concurrent use.
 type Classifier func(ctx context.Context, method string, err error) adaptive.Outcome
 
-// Classify is the default Classifier, the rule in the package doc: no
-// error is Succeeded; ResourceExhausted, Unavailable and DeadlineExceeded
-// are Dropped; Canceled is Ignored, unless ctx was cancelled at its
-// deadline (see DeadlineSlack), which is Dropped; any other code is
-// Dropped if ctx ended at its deadline, Ignored if ctx was cancelled, and
-// Succeeded otherwise. The method name is not consulted.
+// Classify is the default Classifier, the rule in the package doc, in
+// this order: an RPC whose context ended first (its client went away, its
+// deadline passed), whatever it returned, is Inconclusive; no error is
+// Succeeded; ResourceExhausted, Unavailable and DeadlineExceeded are
+// Dropped; Unknown, Internal, DataLoss, Unimplemented and Canceled are
+// Inconclusive; any other code is Succeeded. The method name is not
+// consulted.
 func Classify(ctx context.Context, method string, err error) adaptive.Outcome {
+	if ended(ctx) {
+		return adaptive.Inconclusive
+	}
 	if err == nil {
 		return adaptive.Succeeded
 	}
 	switch code(err) {
 	case codes.ResourceExhausted, codes.Unavailable, codes.DeadlineExceeded:
 		return adaptive.Dropped
-	case codes.Canceled:
-		if timedOut(ctx) {
-			return adaptive.Dropped
-		}
-		return adaptive.Ignored
+	case codes.Unknown, codes.Internal, codes.DataLoss, codes.Unimplemented, codes.Canceled:
+		return adaptive.Inconclusive
 	}
-	switch {
-	case ctx.Err() == nil:
-		return adaptive.Succeeded
-	case timedOut(ctx):
-		return adaptive.Dropped
-	}
-	return adaptive.Ignored
+	return adaptive.Succeeded
 }
 
-// DeadlineSlack is how close to its deadline a context's cancellation
-// counts, for Classify, as the deadline passing. A gRPC client whose
-// deadline passes cancels the call with the same HTTP/2 frame as any
-// cancellation, and the server's copy of the deadline, which starts when
-// the server reads the request's headers, runs out a little after the
-// client's: so a server usually sees its callers' deadlines as
-// cancellations just before its own deadline.
-const DeadlineSlack = 10 * time.Millisecond
-
-// timedOut reports whether ctx, which may not be done, ended with its
-// deadline or was cancelled within DeadlineSlack of it.
-func timedOut(ctx context.Context) bool {
-	switch ctx.Err() {
-	case nil:
-		return false
-	case context.DeadlineExceeded:
+// ended reports whether ctx has ended: it is done, or its deadline has
+// passed. The second is asked too because a context's timer fires on a
+// goroutine of its own, and grpc-go's own check of the deadline can fail a
+// call with DeadlineExceeded before it does; without it, such a call
+// counted as a call behind that timed out.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
 		return true
 	}
 	d, ok := ctx.Deadline()
-	return ok && time.Until(d) <= DeadlineSlack
+	return ok && !time.Now().Before(d)
 }
 
 // code returns the gRPC code of a non-nil err: its status's, or a context

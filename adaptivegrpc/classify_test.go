@@ -38,55 +38,52 @@ func TestClassifyFollowsTheDocumentedTable(t *testing.T) {
 	cancel()
 	expired, cancel2 := context.WithDeadline(bg, time.Unix(0, 0))
 	defer cancel2()
-	// A server's context when its client's deadline passed: cancelled just
-	// before its own deadline.
-	cutOff, cancel3 := context.WithTimeout(bg, adaptivegrpc.DeadlineSlack/2)
-	cancel3()
 	// A client that left long before its deadline.
 	left, cancel4 := context.WithTimeout(bg, time.Hour)
 	cancel4()
+	// A deadline passed whose timer has not fired yet: grpc-go's own
+	// check of the deadline can fail the call before the context's timer
+	// ends it.
+	unfired := pastDeadline{bg}
 
 	tests := []classifyCase{
 		{"no error", bg, nil, adaptive.Succeeded},
-		{"no error, though the context ended", expired, nil, adaptive.Succeeded},
+		{"no error, after the deadline", expired, nil, adaptive.Inconclusive},
+		{"no error, after the client left", cancelled, nil, adaptive.Inconclusive},
 		{"ResourceExhausted", bg, status.Error(codes.ResourceExhausted, "full"), adaptive.Dropped},
 		{"Unavailable", bg, status.Error(codes.Unavailable, "down"), adaptive.Dropped},
-		{"DeadlineExceeded", bg, status.Error(codes.DeadlineExceeded, "slow"), adaptive.Dropped},
-		{"Canceled", bg, status.Error(codes.Canceled, "gone"), adaptive.Ignored},
-		{"Canceled, the deadline passed", expired, status.Error(codes.Canceled, "gone"), adaptive.Dropped},
-		{"Canceled at the deadline", cutOff, status.Error(codes.Canceled, "gone"), adaptive.Dropped},
-		{"Canceled long before the deadline", left, status.Error(codes.Canceled, "gone"), adaptive.Ignored},
-		{"Canceled, the context not done", bg, status.Error(codes.Canceled, "gone"), adaptive.Ignored},
-		{"plain error, cancelled at the deadline", cutOff, errors.New("query failed"), adaptive.Dropped},
-		{"plain error, cancelled long before the deadline", left, errors.New("query failed"), adaptive.Ignored},
-		{"Unavailable, though the client left", cancelled, status.Error(codes.Unavailable, "down"), adaptive.Dropped},
-		{"bare context.DeadlineExceeded", bg, context.DeadlineExceeded, adaptive.Dropped},
-		{"bare context.Canceled", bg, context.Canceled, adaptive.Ignored},
+		{"DeadlineExceeded, the context live", bg, status.Error(codes.DeadlineExceeded, "slow"), adaptive.Dropped},
+		{"DeadlineExceeded, the deadline passed", expired, status.Error(codes.DeadlineExceeded, "slow"), adaptive.Inconclusive},
+		{"DeadlineExceeded, the deadline passed, its timer not yet fired", unfired, status.Error(codes.DeadlineExceeded, "slow"), adaptive.Inconclusive},
+		{"Canceled, the context live", bg, status.Error(codes.Canceled, "gone"), adaptive.Inconclusive},
+		{"Canceled, the deadline passed", expired, status.Error(codes.Canceled, "gone"), adaptive.Inconclusive},
+		{"Canceled long before the deadline", left, status.Error(codes.Canceled, "gone"), adaptive.Inconclusive},
+		{"Unavailable, though the client left", cancelled, status.Error(codes.Unavailable, "down"), adaptive.Inconclusive},
+		{"bare context.DeadlineExceeded, the context live", bg, context.DeadlineExceeded, adaptive.Dropped},
+		{"bare context.Canceled, the context live", bg, context.Canceled, adaptive.Inconclusive},
 		{"wrapped context.DeadlineExceeded", bg, fmt.Errorf("query: %w", context.DeadlineExceeded), adaptive.Dropped},
-		{"wrapped context.Canceled", bg, fmt.Errorf("query: %w", context.Canceled), adaptive.Ignored},
+		{"wrapped context.Canceled", bg, fmt.Errorf("query: %w", context.Canceled), adaptive.Inconclusive},
 		{"wrapped Unavailable", bg, fmt.Errorf("backend: %w", status.Error(codes.Unavailable, "down")), adaptive.Dropped},
 		{"wrapped InvalidArgument", bg, fmt.Errorf("backend: %w", status.Error(codes.InvalidArgument, "bad")), adaptive.Succeeded},
+		{"wrapped Internal", bg, fmt.Errorf("backend: %w", status.Error(codes.Internal, "bug")), adaptive.Inconclusive},
 		{"the shed error of this package", bg, shedError(t), adaptive.Dropped},
-		{"a status error that is nil", bg, nilStatusError{}, adaptive.Succeeded},
-		{"a status error that is nil, the deadline passed", expired, nilStatusError{}, adaptive.Dropped},
-		{"plain error, deadline passed", expired, errors.New("query failed"), adaptive.Dropped},
-		{"plain error, client left", cancelled, errors.New("query failed"), adaptive.Ignored},
-		{"plain error", bg, errors.New("query failed"), adaptive.Succeeded},
+		{"a status error that is nil (Unknown)", bg, nilStatusError{}, adaptive.Inconclusive},
+		{"plain error (Unknown)", bg, errors.New("query failed"), adaptive.Inconclusive},
+		{"plain error, deadline passed", expired, errors.New("query failed"), adaptive.Inconclusive},
+		{"plain error, client left", cancelled, errors.New("query failed"), adaptive.Inconclusive},
 	}
 	for c := codes.OK + 1; c <= codes.Unauthenticated; c++ {
 		want := adaptive.Succeeded
 		switch c {
 		case codes.ResourceExhausted, codes.Unavailable, codes.DeadlineExceeded:
 			want = adaptive.Dropped
-		case codes.Canceled:
-			want = adaptive.Ignored
+		case codes.Unknown, codes.Internal, codes.DataLoss, codes.Unimplemented, codes.Canceled:
+			want = adaptive.Inconclusive
 		}
-		tests = append(tests, classifyCase{"code " + c.String(), bg, status.Error(c, "x"), want})
-		if want == adaptive.Succeeded {
-			tests = append(tests,
-				classifyCase{"code " + c.String() + ", deadline passed", expired, status.Error(c, "x"), adaptive.Dropped},
-				classifyCase{"code " + c.String() + ", client left", cancelled, status.Error(c, "x"), adaptive.Ignored})
-		}
+		tests = append(tests,
+			classifyCase{"code " + c.String(), bg, status.Error(c, "x"), want},
+			classifyCase{"code " + c.String() + ", deadline passed", expired, status.Error(c, "x"), adaptive.Inconclusive},
+			classifyCase{"code " + c.String() + ", client left", cancelled, status.Error(c, "x"), adaptive.Inconclusive})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,3 +115,9 @@ func TestShedErrorIsResourceExhaustedAndErrLimited(t *testing.T) {
 	require.ErrorIs(t, err, adaptive.ErrLimited)
 	require.Contains(t, err.Error(), "adaptivegrpc: ")
 }
+
+// pastDeadline is a context whose deadline has passed but which is not done
+// yet, as a context is between its deadline and its timer's firing.
+type pastDeadline struct{ context.Context }
+
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Unix(0, 0), true }

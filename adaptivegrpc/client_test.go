@@ -27,11 +27,11 @@ func TestUnaryClientClassifiesTheAnswer(t *testing.T) {
 		{"server overloaded", codes.ResourceExhausted, counts{Dropped: 1}},
 		{"server unavailable", codes.Unavailable, counts{Dropped: 1}},
 		{"bad request", codes.InvalidArgument, counts{Succeeded: 1}},
-		{"server error", codes.Internal, counts{Succeeded: 1}},
+		{"server error", codes.Internal, counts{Ignored: 1}}, // Inconclusive, within the latency bound
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lim := fixedLimiter(t, 2)
+			lim := boundedLimiter(t, 2, time.Hour)
 			client := limitedClient(t, lim, &service{})
 			_, err := client.UnaryCall(context.Background(), &testgrpc.SimpleRequest{ResponseStatus: asking(tt.code)})
 			require.Equal(t, tt.code, status.Code(err))
@@ -40,8 +40,10 @@ func TestUnaryClientClassifiesTheAnswer(t *testing.T) {
 	}
 }
 
+// TestUnaryClientDeadlineIsDropped: a call whose deadline passes ends
+// Inconclusive, which past the latency bound (5 ms) counts as Dropped.
 func TestUnaryClientDeadlineIsDropped(t *testing.T) {
-	lim := fixedLimiter(t, 2)
+	lim := boundedLimiter(t, 2, 5*time.Millisecond)
 	client := limitedClient(t, lim, &service{unary: blocking(make(chan struct{}, 1), nil)})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
@@ -219,7 +221,13 @@ func TestStreamClientContextEndsAnAbandonedStream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lim := fixedLimiter(t, 1)
+			// The deadline's stream ends past the latency bound, the
+			// cancelled one (a client that leaves at once) within it.
+			bound := 5 * time.Millisecond
+			if tt.name == "cancelled" {
+				bound = time.Hour
+			}
+			lim := boundedLimiter(t, 1, bound)
 			client := limitedClient(t, lim, &service{})
 			ctx, cancel := tt.ctx()
 			defer cancel()

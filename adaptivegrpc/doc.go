@@ -48,34 +48,39 @@
 // given the RPC's context, its full method name and the error it ended
 // with; Classify is the default, and WithClassifier replaces it:
 //
-//	RPC ended with                                      outcome
-//	----------------------------------------------      ---------
-//	no error (codes.OK)                                 Succeeded
-//	ResourceExhausted, Unavailable, DeadlineExceeded    Dropped
-//	Canceled, the context cancelled at its deadline     Dropped
-//	Canceled                                            Ignored
-//	any other code, the context ended at its deadline   Dropped
-//	any other code, the context cancelled               Ignored
-//	any other code                                      Succeeded
+//	RPC ended                                              outcome
+//	-------------------------------------------------      ------------
+//	its context ended first (the client went away, its     Inconclusive
+//	  deadline passed), whatever the handler returned
+//	no error (codes.OK)                                    Succeeded
+//	ResourceExhausted, Unavailable, DeadlineExceeded       Dropped
+//	Unknown, Internal, DataLoss, Unimplemented, Canceled   Inconclusive
+//	any other code                                         Succeeded
 //
 // An error's code is the one its gRPC status carries (status.Code), and a
 // context error's own (context.DeadlineExceeded is DeadlineExceeded,
 // context.Canceled is Canceled), wrapped or not. ResourceExhausted and
 // Unavailable are overload or unavailability, of this server or of one
-// behind it whose answer it passes on, and DeadlineExceeded a request that
-// took longer than its caller would wait: all three are the congestion the
-// controller backs off from. Canceled is a caller that went away, which
-// says nothing about load, except at the context's deadline: a client
-// whose deadline passes cancels the call, and its server sees a
-// cancellation just before its own copy of the deadline runs out
-// (DeadlineSlack says how close counts). A handler that fails because its
-// context's time ran out, or because its client left, counts as the context
-// does, whatever error it wraps that in. Any other code is an answer about the request
-// itself (InvalidArgument, NotFound, PermissionDenied, Internal, Unknown,
-// and so on): the request took the server's time like any other, so its
-// round trip is a sample. This is the rule adaptive.Handler applies to
-// HTTP statuses, with 429 and 503 in the place of ResourceExhausted and
-// Unavailable.
+// behind it whose answer it passes on, and DeadlineExceeded, returned while
+// the RPC's own context is live, a call behind it that took longer than
+// its deadline: all three are the congestion the controller backs off
+// from. An RPC whose context ended first is a client that left or a
+// deadline that passed (gRPC sends a client's deadline to its server, and
+// a client whose deadline passes cancels the call, so the server sees
+// either), and an answer given after that comes too late to be a success:
+// Inconclusive, which the Limiter counts as Dropped if the RPC lasted
+// longer than its latency bound, having waited where the service keeps no
+// request that long, and as Ignored otherwise, as a client's own deadline
+// shorter than the service's latency says nothing about load
+// (adaptive.WithLatencyBound). The server errors (Unknown, Internal,
+// DataLoss, Unimplemented) and Canceled are Inconclusive too: a server
+// that fails may fail at once, and the time of its failures is no sample
+// of its latency. Any other code is an answer about the request itself
+// (InvalidArgument, NotFound, PermissionDenied, and so on): the request
+// took the server's time like any other, so its round trip is a sample.
+// This is the rule adaptive.Handler applies to HTTP, with 429 and 503 in
+// the place of ResourceExhausted and Unavailable, and the 5xx statuses in
+// the place of the server errors.
 //
 // A handler, an invoker, a streamer or a Classifier that panics ends its
 // permit Ignored before the panic goes on, so that a recovery interceptor

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -22,6 +23,17 @@ import (
 func fixedLimiter(t testing.TB, n int64) *adaptive.Limiter {
 	t.Helper()
 	lim, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(n, n, n))
+	require.NoError(t, err)
+	t.Cleanup(lim.Close)
+	return lim
+}
+
+// boundedLimiter is fixedLimiter with a latency bound: an RPC that ends
+// Inconclusive counts as Dropped if it lasted longer than bound, and as
+// Ignored otherwise.
+func boundedLimiter(t testing.TB, n int64, bound time.Duration) *adaptive.Limiter {
+	t.Helper()
+	lim, err := adaptive.New(&adaptive.AIMD{}, adaptive.WithLimits(n, n, n), adaptive.WithLatencyBound(bound))
 	require.NoError(t, err)
 	t.Cleanup(lim.Close)
 	return lim

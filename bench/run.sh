@@ -67,6 +67,14 @@
 #             etcd's history, the idle permits' return, the fair share, a
 #             lowered limit and the fail-closed bound (the etcdsem module's
 #             TestPool* tests, the fleet run 10 s long: results/pool-fleet.txt)
+#   adaptivesim  no benchmark, and run only when named: the adaptive
+#             group's simulation, failure scenarios and plots alone
+#   adaptivewire  no benchmark, and run only when named: package adaptive's
+#             wire scenarios, every controller beside a fixed limit, through
+#             Handler, Transport and the gRPC interceptors, in real time over
+#             loopback and in fake time (ADAPTIVE_WIRE=full), about 45
+#             minutes on 2 CPUs; writes results/adaptive-wire.txt, the tables
+#             docs/adaptive.md quotes, and docs/adaptive-wire.png
 #
 # Environment:
 #   COUNT      samples per benchmark (default 10)
@@ -227,6 +235,21 @@ groups=("$@")
 if [ ${#groups[@]} -eq 0 ]; then
 	groups=("${ALL_GROUPS[@]}")
 fi
+# adaptivesim and adaptivewire are no benchmark groups: they are run apart,
+# below.
+wire= sim=
+bench_groups=()
+for g in "${groups[@]}"; do
+	case $g in
+	adaptivewire) wire=1 ;;
+	adaptivesim) sim=1 ;;
+	*) bench_groups+=("$g") ;;
+	esac
+done
+groups=("${bench_groups[@]}")
+for g in "${groups[@]}"; do
+	[ "$g" = adaptive ] && sim=
+done
 
 # published reports whether the results go to bench/results, where only
 # those of a committed tree belong.
@@ -273,6 +296,34 @@ header() {
 bin_of() {
 	if [ "$1" = . ]; then echo out/bench.test; else echo "out/$(basename "$1").test"; fi
 }
+
+# The wire scenarios write every verdict, with the limits' traces, to
+# out/adaptive-wire.jsonl; TestWireReport (bench/adaptive) turns them into
+# the tables and the plot. A verdict that misses is a result, not an error
+# of the run: the tables show it.
+if [ -n "$wire" ]; then
+	raw=$PWD/out/adaptive-wire.jsonl
+	rm -f "$raw"
+	header adaptivewire >out/adaptive-wire.header
+	echo "== adaptivewire: package adaptive (Handler, Transport)" >&2
+	(cd .. && ADAPTIVE_WIRE=full ADAPTIVE_WIRE_OUT=$raw go test -count=1 -timeout 150m \
+		-run '^TestWireScenarios(InFakeTime)?$' ./adaptive) >out/adaptive-wire.log 2>&1 || true
+	echo "== adaptivewire: module adaptivegrpc (the gRPC interceptors)" >&2
+	(cd ../adaptivegrpc && ADAPTIVE_WIRE=full ADAPTIVE_WIRE_OUT=$raw go test -count=1 -timeout 150m \
+		-run '^TestWireScenarios(InFakeTime)?$' .) >>out/adaptive-wire.log 2>&1 || true
+	plots=$PWD/../docs
+	[ "$RESULTS" = results ] || plots=$(cd "$RESULTS" && pwd)
+	(cd adaptive && go test -count=1 -run '^TestWireReport$' . -adaptive.wirein "$raw" \
+		-adaptive.wiretable "$PWD/../out/adaptive-wire.tables" -adaptive.wireplot "$plots/adaptive-wire.png") >&2
+	{
+		echo "# The wire scenarios (adaptive/adaptivetest/wire), every controller beside a fixed limit (TestWireScenarios and TestWireScenariosInFakeTime, ADAPTIVE_WIRE=full, in package adaptive and module adaptivegrpc)"
+		sed -n 1,3p out/adaptive-wire.header
+		echo "# load average at the end:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
+		echo
+		cat out/adaptive-wire.tables
+	} >"$RESULTS/adaptive-wire.txt"
+	echo "run.sh: wrote $RESULTS/adaptive-wire.txt and $plots/adaptive-wire.png" >&2
+fi
 
 # Build each package's test binary once, and keep the groups that have
 # benchmarks in the tree.
@@ -325,14 +376,16 @@ for g in "${run[@]}"; do
 	echo "run.sh: wrote $RESULTS/$g.txt and $RESULTS/$g.benchstat.txt" >&2
 done
 
-# The adaptive group also writes the side-by-side simulation and failure
-# scenarios and AIMD's Timeout table that docs/adaptive.md quotes, and draws its plots. They run on a
-# fake clock, so one run is exact and takes seconds.
-for g in "${run[@]}"; do
+# The adaptive group, and the adaptivesim group alone, write the
+# side-by-side simulation and failure scenarios and AIMD's Timeout table
+# that docs/adaptive.md quotes, and draw its plots. They run on a fake
+# clock, so one run is exact and takes seconds.
+for g in "${run[@]}" ${sim:+adaptive}; do
 	[ "$g" = adaptive ] || continue
+	[ -x out/adaptive.test ] && [ "${built[./adaptive]:-}" ] || (cd adaptive && go test -c -o "$OLDPWD/out/adaptive.test" .)
 	{
 		echo "# adaptivetest.Evaluate and adaptivetest.Scenarios, side by side, and AIMD's Timeout (TestSimulationSideBySide -adaptive.long, TestFailureScenariosSideBySide and TestAIMDTimeout in bench/adaptive)"
-		header "$g" | sed -n 2,3p
+		header "$([ -n "$sim" ] && echo adaptivesim || echo adaptive)" | sed -n 2,3p
 		echo
 		(cd adaptive && "$OLDPWD/out/adaptive.test" -test.run '^(TestSimulationSideBySide|TestFailureScenariosSideBySide|TestAIMDTimeout)$' -test.v -adaptive.long) |
 			sed -n 's/^        //p'
