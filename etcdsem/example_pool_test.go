@@ -45,7 +45,9 @@ func ExampleNewPool() {
 	wg.Wait()
 	st := pool.Stats()
 	fmt.Println("8,000 calls in fewer than 80 round trips:", st.Calls < 80)
-	fmt.Println("held in etcd, at most 8:", st.Held <= 8)
+	// The pool holds what its goroutines use in an interval, and never
+	// more than the fleet's limit.
+	fmt.Println("held in etcd, within the fleet's 50:", st.Held <= 50)
 	// Close gives the pool's permits back to the fleet.
 	if err := pool.Close(ctx); err != nil {
 		fmt.Println(err)
@@ -54,6 +56,6 @@ func ExampleNewPool() {
 	fmt.Println("held after Close:", fleet.Held)
 	// Output:
 	// 8,000 calls in fewer than 80 round trips: true
-	// held in etcd, at most 8: true
+	// held in etcd, within the fleet's 50: true
 	// held after Close: 0
 }
