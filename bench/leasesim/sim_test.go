@@ -152,13 +152,15 @@ func simulate(t *testing.T, cfg simConfig) {
 			}
 		})
 	}
+	// The phases' call counts are read after wg.Wait, which orders their
+	// writes before it: the bubble's clock alone does not.
 	calls := make([]int64, len(phases))
-	go func() {
+	wg.Go(func() {
 		for k := range phases {
 			time.Sleep(cfg.phase)
 			calls[k] = b.calls.Load()
 		}
-	}()
+	})
 	wg.Wait()
 	time.Sleep(time.Millisecond)
 	for _, le := range leases {
