@@ -41,7 +41,11 @@
 #             (BenchmarkKeyedHTTP), with -cpu 1,2
 #   overload  package overload: the priority gate's admission beside an
 #             uncontended atomicsem acquire of the same limit
-#             (BenchmarkGateAdmission), and the overload experiment through
+#             (BenchmarkGateAdmission), with its floor (the same benchmark
+#             built from a copy of the tree with
+#             scripts/floors/overload-admission-untested.patch applied,
+#             columns gate-1-floor and gate-4-floor beside that build's
+#             atomicsem-floorbuild), and the overload experiment through
 #             real HTTP (TestOverloadExperiment -overload.long in
 #             bench/overload: results/overload-experiment.txt, and the plot
 #             docs/overload.png; about two minutes of real time), and the
@@ -206,7 +210,15 @@ tables() {
 		"${BENCHSTAT[@]}" -filter '.name:KeyedAtCap' -col /impl "$raw"
 		;;
 	keyedhttp) "${BENCHSTAT[@]}" -col '/impl@(httprate keyed)' "$raw" ;;
-	overload) "${BENCHSTAT[@]}" -col '/impl@(atomicsem gate-1 gate-2 gate-4)' "$raw" ;;
+	overload)
+		echo "### The gate's admission; base atomicsem"
+		"${BENCHSTAT[@]}" -filter '/impl:(atomicsem OR gate-1 OR gate-2 OR gate-4)' \
+			-col '/impl@(atomicsem gate-1 gate-2 gate-4)' "$raw"
+		echo
+		echo "### The floor: the gate with its admission test taken out, from a build of its own; base that build's atomicsem"
+		"${BENCHSTAT[@]}" -filter '/impl:(atomicsem-floorbuild OR gate-1-floor OR gate-4-floor) .unit:(sec/op OR cpu-ns/op)' \
+			-col '/impl@(atomicsem-floorbuild gate-1-floor gate-4-floor)' "$raw"
+		;;
 	rediscredit) "${BENCHSTAT[@]}" -col '/impl@(redis_rate rediscredit ping)' "$raw" ;;
 	lease) "${BENCHSTAT[@]}" -col '/impl@(limiter lease bucket)' "$raw" ;;
 	pool) "${BENCHSTAT[@]}" -col '/impl@(etcdsem pool atomicsem)' "$raw" ;;
@@ -325,6 +337,21 @@ if [ -n "$wire" ]; then
 	echo "run.sh: wrote $RESULTS/adaptive-wire.txt and $plots/adaptive-wire.png" >&2
 fi
 
+# build_floor builds out/bench-floor.test, the overload group's floor: the
+# benchmark module's tests from a copy of the tree (the files git tracks or
+# would track, as they are in the tree) with the floor patch applied.
+build_floor() {
+	local tree=$PWD/out/floortree
+	rm -rf "$tree" && mkdir -p "$tree"
+	(cd .. && git ls-files -z -co --exclude-standard | while IFS= read -r -d '' f; do
+		[ -e "$f" ] && printf '%s\0' "$f"
+	done | xargs -0 cp --parents -t "$tree")
+	# The copy lies inside the repository: the ceiling keeps git apply from
+	# finding it, so that it patches the copy as a plain directory.
+	(cd "$tree" && GIT_CEILING_DIRECTORIES=$(dirname "$tree") git apply scripts/floors/overload-admission-untested.patch)
+	(cd "$tree/bench" && go test -c -o "$OLDPWD/out/bench-floor.test" .)
+}
+
 # Build each package's test binary once, and keep the groups that have
 # benchmarks in the tree.
 declare -A built
@@ -353,6 +380,9 @@ for g in "${groups[@]}"; do
 	fi
 	run+=("$g")
 	header "$g" >"$RESULTS/$g.txt"
+	if [ "$g" = overload ]; then
+		build_floor
+	fi
 done
 
 for i in $(seq "$COUNT"); do
@@ -364,6 +394,13 @@ for i in $(seq "$COUNT"); do
 		(cd "$pkg" && BENCH_ROUND=$i "$bin" -test.run '^$' -test.bench "$(group_pattern "$g")" \
 			-test.benchmem -test.count 1 -test.benchtime "$BENCHTIME" ${cpu:+-test.cpu "$cpu"}) |
 			grep -v -e '^PASS$' -e '^ok ' | tee -a "$RESULTS/$g.txt" >&2
+		if [ "$g" = overload ]; then
+			(cd "$pkg" && "$OLDPWD/out/bench-floor.test" -test.run '^$' \
+				-test.bench '^BenchmarkGateAdmission$/^impl=(atomicsem|gate-1|gate-4)$' \
+				-test.benchmem -test.count 1 -test.benchtime "$BENCHTIME" ${cpu:+-test.cpu "$cpu"}) |
+				grep '^Benchmark' | sed -e 's,impl=atomicsem/,impl=atomicsem-floorbuild/,' \
+				-e 's,impl=gate-\([14]\)/,impl=gate-\1-floor/,' | tee -a "$RESULTS/$g.txt" >&2
+		fi
 	done
 done
 

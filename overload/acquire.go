@@ -41,10 +41,11 @@ func (g *Gate) Acquire(ctx context.Context, c int, n int64) (token.Token, error)
 	// uncontended acquire a tenth more. Is the class's way open (W4), and
 	// is there room? A CAS that loses a race retries while that holds.
 	if uint64(n-1) < uint64(g.max) && ctx.Err() == nil {
-		cc := &g.classes[c]
+		cc := &g.classes[c&(MaxClasses-1)]
+		units := word(n) * cc.unit
 		for old := g.load(); old&cc.block == 0 && g.fits(old, cc, n); old = g.load() {
 			hook.At(hook.BeforeCAS)
-			if g.cas(old, old+word(n)*cc.unit) {
+			if g.cas(old, old+units) {
 				return g.tokenFor(c, n), nil
 			}
 		}
@@ -67,10 +68,11 @@ func (g *Gate) TryAcquire(c int, n int64) (token.Token, bool) {
 		panic(badClass{"TryAcquire", c, g.lay.k})
 	}
 	if uint64(n-1) < uint64(g.max) {
-		cc := &g.classes[c]
+		cc := &g.classes[c&(MaxClasses-1)]
+		units := word(n) * cc.unit
 		for old := g.load(); old&cc.block == 0 && g.fits(old, cc, n); old = g.load() {
 			hook.At(hook.BeforeCAS)
-			if g.cas(old, old+word(n)*cc.unit) {
+			if g.cas(old, old+units) {
 				return g.tokenFor(c, n), true
 			}
 		}

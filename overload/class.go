@@ -70,6 +70,7 @@ const (
 type classConfig struct {
 	block word // the bit that sends the class's arrivals to the lock
 	unit  word // what one permit adds to the word
+	field word // the bits of the class's count
 	shift uint // where the class's field begins
 	// maxShare is the fixed-point MaxShare, at least the class's own share;
 	// ceiled says that it is below the whole limit.
@@ -147,6 +148,7 @@ func buildClasses(classes []Class, l *layout) ([MaxClasses]classConfig, error) {
 			ceiled:   ms < shareOne,
 			shift:    l.shift(c),
 			unit:     l.unit(c),
+			field:    l.mask << (l.shift(c) & 63),
 			block:    blockBit(c),
 		}
 	}

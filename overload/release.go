@@ -32,13 +32,17 @@ func (g *Gate) release(c int, n int64) {
 // set (nobody is queued, W4) and the class holds them, and reports whether
 // it did.
 func (g *Gate) releaseFast(c int, n int64) bool {
-	cc := &g.classes[c]
+	// c < MaxClasses, which the mask tells the compiler; and n ≤ max, so
+	// that n permits fit a field: the class holds them iff its field,
+	// masked in place, is at least the n units it gives back.
+	cc := &g.classes[c&(MaxClasses-1)]
+	units := word(n) * cc.unit
 	for {
 		old := g.load()
-		if old.blocks() != 0 || g.lay.field(old, cc.shift) < n {
+		if old.blocks() != 0 || old&cc.field < units {
 			return false
 		}
-		if g.cas(old, old-word(n)*cc.unit) {
+		if g.cas(old, old-units) {
 			return true
 		}
 	}
