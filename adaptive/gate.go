@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/overload"
@@ -52,16 +51,7 @@ func newGated(ctrl Controller, cfg config) (*Limiter, error) {
 	if err := g.SetLimit(cfg.initial); err != nil {
 		return nil, err
 	}
-	return &Limiter{
-		gate:  g,
-		epoch: time.Now(),
-		min:   float64(cfg.min),
-		max:   float64(cfg.max),
-		ctrl:  ctrl,
-		limit: float64(cfg.initial),
-		set:   cfg.initial,
-		bound: cfg.bound,
-	}, nil
+	return newLimiter(ctrl, cfg, nil, g), nil
 }
 
 // TryAcquireContext is TryAcquire for a request of the class ctx carries

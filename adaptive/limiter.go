@@ -185,8 +185,16 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err // unreachable: the bounds were checked above
 	}
+	return newLimiter(ctrl, cfg, sem, nil), nil
+}
+
+// newLimiter returns a Limiter of ctrl that enforces its limit with sem or,
+// made WithGate, with gate, the other being nil, starting at cfg's initial
+// limit.
+func newLimiter(ctrl Controller, cfg config, sem *atomicsem.Semaphore, gate *overload.Gate) *Limiter {
 	return &Limiter{
 		sem:   sem,
+		gate:  gate,
 		epoch: time.Now(),
 		min:   float64(cfg.min),
 		max:   float64(cfg.max),
@@ -194,7 +202,7 @@ func New(ctrl Controller, opts ...Option) (*Limiter, error) {
 		limit: float64(cfg.initial),
 		set:   cfg.initial,
 		bound: cfg.bound,
-	}, nil
+	}
 }
 
 // Acquire waits for a free slot under the current limit and makes p a
