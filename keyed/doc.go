@@ -62,6 +62,8 @@ package keyed
 import (
 	"errors"
 	"fmt"
+
+	"github.com/atomicsem/atomicsem/overload"
 )
 
 // ErrTooManyKeys is returned when a call would add a key to a table that
@@ -77,13 +79,14 @@ var ErrInvalidMaxKeys = errors.New("keyed: invalid cap on keys")
 // WithMaxKeys.
 const DefaultMaxKeys = 1 << 20
 
-// An Option configures a Limiter or a Semaphores table.
+// An Option configures a Limiter, a Semaphores table or a Gates table.
 type Option func(*options)
 
 type options struct {
 	maxKeys     int64
 	maxLimit    int64
 	hasMaxLimit bool
+	gateOpts    []overload.Option
 }
 
 func makeOptions(opts []Option) (options, error) {
