@@ -56,7 +56,6 @@ type gatesCall struct {
 	rDone      chan struct{}
 	tTok, rTok token.Token
 	tErr, rErr error
-	settled    bool
 }
 
 func closed(c chan struct{}) bool {
