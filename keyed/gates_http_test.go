@@ -153,3 +153,73 @@ func TestGatesMiddlewarePanicsLeakNoPermit(t *testing.T) {
 		})
 	}
 }
+
+// TestGatesMiddlewareOnTheWire runs the middleware in a real server on
+// loopback: one tenant's sheddable requests wait at their class's ceiling
+// while its critical request and another tenant's requests are served.
+func TestGatesMiddlewareOnTheWire(t *testing.T) {
+	s := keyed.MustNewGates(2, twoClasses) // per tenant: critical 1 reserved, sheddable 1 at most
+	hold := make(chan struct{})
+	srv := httptest.NewServer(keyed.GatesMiddleware(s, keyed.WithKeyFunc(tenantKey))(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/hold" {
+				<-hold
+			}
+		})))
+	defer srv.Close()
+	send := func(path, tenant, class string) chan int {
+		done := make(chan int, 1)
+		go func() {
+			r, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+			if err != nil {
+				done <- -1
+				return
+			}
+			r.Header.Set("X-Tenant", tenant)
+			r.Header.Set(overload.DefaultClassHeader, class)
+			resp, err := srv.Client().Do(r)
+			if err != nil {
+				done <- -1
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		return done
+	}
+	// waitFor polls the server's own record until cond holds, for at most
+	// ten seconds (a loaded machine may be slow to deliver a request).
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			require.True(t, time.Now().Before(deadline), "never: %s", what)
+			time.Sleep(time.Millisecond)
+		}
+	}
+	stats := func(tenant string) overload.Stats { st, _ := s.KeyStats(tenant); return st }
+	// status waits for an answer for at most ten seconds.
+	status := func(done chan int) int {
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(10 * time.Second):
+			return 0
+		}
+	}
+
+	first := send("/hold", "acme", "sheddable")
+	waitFor("acme's first sheddable request holds its permit", func() bool { return stats("acme").Classes[1].Held == 1 })
+	second := send("/hold", "acme", "sheddable")
+	waitFor("acme's second sheddable request waits", func() bool { return stats("acme").Waiters == 1 })
+	critical := send("/", "acme", "critical")
+	other := send("/", "globex", "sheddable")
+	defer close(hold) // on a failure too, so that the server can close
+	require.Equal(t, http.StatusOK, status(critical), "acme's critical request, within its reserve")
+	require.Equal(t, http.StatusOK, status(other), "another tenant")
+	hold <- struct{}{}
+	hold <- struct{}{}
+	require.Equal(t, http.StatusOK, status(first))
+	require.Equal(t, http.StatusOK, status(second))
+	waitFor("every permit back", func() bool { return stats("acme").Held == 0 })
+}
