@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/atomicsem/atomicsem/keyed"
+	"github.com/atomicsem/atomicsem/overload"
 )
 
 // Limits per key: keyed.Limiter against what Go programs keep per client
@@ -399,4 +400,69 @@ func liveHeap() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// limitHeapKeys is how many keys BenchmarkKeyedLimitHeap's tables hold.
+var limitHeapKeys = 100_000
+
+func init() {
+	if os.Getenv("KEYED_BENCH_SMALL") != "" {
+		limitHeapKeys = 1_000
+	}
+}
+
+// BenchmarkKeyedLimitHeap is the live heap per key of keyed's tables of
+// concurrency limits holding 100,000 keys (B/key): a semaphore per key
+// (keyed.Semaphores) beside a priority gate per key (keyed.Gates) of 1, 2
+// and 4 classes. Each key is acquired and released once; below its cap a
+// table drops no key, so every key stays. The keys' own strings are made
+// before and not counted.
+func BenchmarkKeyedLimitHeap(b *testing.B) {
+	keys := make([]string, limitHeapKeys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)
+	}
+	gates := func(k int) func() func(string) {
+		classes := make([]overload.Class, k)
+		for c := range classes {
+			classes[c] = overload.Class{Name: fmt.Sprint("c", c), Share: 1 / float64(k)}
+		}
+		return func() func(string) {
+			s := keyed.MustNewGates(4, classes)
+			return func(key string) {
+				tok, _ := s.TryAcquire(key, k-1, 1)
+				tok.Release()
+			}
+		}
+	}
+	impls := []struct {
+		name string
+		make func() func(key string)
+	}{
+		{"semaphores", func() func(string) {
+			s := keyed.MustNewSemaphores(4)
+			return func(key string) {
+				tok, _ := s.TryAcquire(key, 1)
+				tok.Release()
+			}
+		}},
+		{"gates-1", gates(1)},
+		{"gates-2", gates(2)},
+		{"gates-4", gates(4)},
+	}
+	for _, impl := range impls {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			var perKey float64
+			for range b.N {
+				before := liveHeap()
+				use := impl.make()
+				for _, k := range keys {
+					use(k)
+				}
+				perKey = float64(liveHeap()-before) / float64(len(keys))
+				runtime.KeepAlive(use)
+			}
+			b.ReportMetric(perKey, "B/key")
+		})
+	}
 }

@@ -37,6 +37,9 @@
 #   keyedmem  package keyed's memory (BenchmarkKeyed{NewKey,Heap,Attack,AtCap}):
 #             a new key's cost, the heap per key, and the attack of ten
 #             million keys against a cap of 100,000
+#   keyedgates  the heap per key of keyed's tables of concurrency limits,
+#             a semaphore per key beside a priority gate per key of 1, 2 and
+#             4 classes (BenchmarkKeyedLimitHeap), at 100,000 keys
 #   keyedhttp keyed.Middleware against go-chi/httprate
 #             (BenchmarkKeyedHTTP), with -cpu 1,2
 #   overload  package overload: the priority gate's admission beside an
@@ -113,14 +116,14 @@ CPU=${CPU:-}
 RESULTS=${RESULTS:-results}
 TABLES=${TABLES:-}
 BENCHSTAT=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20250813145418-2f7363a06fe1)
-ALL_GROUPS=(core credit group adaptive adaptivehttp etcdsem keyed keyedmem keyedhttp overload rediscredit manycore lease pool)
+ALL_GROUPS=(core credit group adaptive adaptivehttp etcdsem keyed keyedmem keyedgates keyedhttp overload rediscredit manycore lease pool)
 
 # group_pkg and group_pattern say where a group's benchmarks are and which
 # they are, and tables how benchstat shows them. A new group is a line in
 # each of the three and in ALL_GROUPS.
 group_pkg() {
 	case $1 in
-	core | credit | group | keyed | keyedmem | keyedhttp | overload | manycore) echo . ;;
+	core | credit | group | keyed | keyedmem | keyedgates | keyedhttp | overload | manycore) echo . ;;
 	adaptive | adaptivehttp) echo ./adaptive ;;
 	etcdsem | pool) echo ../etcdsem ;;
 	rediscredit | lease) echo ./rediscredit ;;
@@ -137,6 +140,7 @@ group_pattern() {
 	etcdsem) echo '^BenchmarkFleet$' ;;
 	keyed) echo '^BenchmarkKeyedRequest$' ;;
 	keyedmem) echo '^BenchmarkKeyed(NewKey|Heap|Attack|AtCap)$' ;;
+	keyedgates) echo '^BenchmarkKeyedLimitHeap$' ;;
 	keyedhttp) echo '^BenchmarkKeyedHTTP$' ;;
 	overload) echo '^BenchmarkGateAdmission$' ;;
 	rediscredit) echo '^BenchmarkTrySpend$' ;;
@@ -209,6 +213,7 @@ tables() {
 		echo "### A new key refused at the cap, every key mid-limit"
 		"${BENCHSTAT[@]}" -filter '.name:KeyedAtCap' -col /impl "$raw"
 		;;
+	keyedgates) "${BENCHSTAT[@]}" -col '/impl@(semaphores gates-1 gates-2 gates-4)' "$raw" ;;
 	keyedhttp) "${BENCHSTAT[@]}" -col '/impl@(httprate keyed)' "$raw" ;;
 	overload)
 		echo "### The gate's admission; base atomicsem"

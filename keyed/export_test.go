@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/bits"
+
+	"github.com/atomicsem/atomicsem/overload"
 )
 
 // CheckDue returns an error if a shard of l breaks what makeRoom relies
@@ -179,3 +181,18 @@ func (x *Index) Mem() (slots, ents int) { return len(x.s.slots), cap(x.s.ents) }
 
 // Check returns an error if the index breaks an invariant of index.go.
 func (x *Index) Check() error { return checkIndex(&x.s, x.seed) }
+
+// GateOf returns the gate the table holds for key, and false if it holds
+// none.
+func GateOf(s *Gates, key string) (*overload.Gate, bool) {
+	sh, hi := s.t.locate(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if i, _ := sh.find(key, hi); i >= 0 {
+		return sh.ents[i].v.g, true
+	}
+	return nil, false
+}
+
+// CheckGatesIndex is CheckIndex for a Gates table.
+func CheckGatesIndex(s *Gates) error { return checkTable(&s.t) }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/atomicsem/atomicsem/overload"
 )
 
 // Middleware returns HTTP middleware that spends one credit of l per
@@ -148,6 +150,8 @@ type middleware struct {
 	name     string // as a structured-field string, quoted
 	policy   string // the RateLimit-Policy field, fixed at construction
 	reject   http.Handler
+	// classOpts are WithClassOptions', for GatesMiddleware.
+	classOpts []overload.HTTPOption
 }
 
 type limitHandler struct {
@@ -195,7 +199,8 @@ var ErrLimited = errors.New("keyed: rate limited")
 type rejectedKey struct{}
 
 // Rejected returns, inside a handler given to WithRejection, why
-// Middleware refused r: ErrLimited or ErrTooManyKeys. It returns nil for a
+// Middleware refused r: ErrLimited or ErrTooManyKeys; or why
+// GatesMiddleware did: what Gates.Acquire returned. It returns nil for a
 // request Middleware did not refuse. It is a run-time error to pass a nil
 // request; the panic's message begins "keyed: ".
 func Rejected(r *http.Request) error {

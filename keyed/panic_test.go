@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atomicsem/atomicsem/keyed"
+	"github.com/atomicsem/atomicsem/overload"
 )
 
 // TestMisusePanicsWithPrefix checks that each provable caller bug panics
@@ -20,6 +21,8 @@ func TestMisusePanicsWithPrefix(t *testing.T) {
 	require.NoError(t, err)
 	var nilL *keyed.Limiter
 	var nilS *keyed.Semaphores
+	gs := keyed.MustNewGates(2, twoClasses)
+	var nilG *keyed.Gates
 	var nilCtx context.Context
 	tests := []struct {
 		name string
@@ -54,6 +57,23 @@ func TestMisusePanicsWithPrefix(t *testing.T) {
 		{"zero Semaphores TryAcquire", func() { new(keyed.Semaphores).TryAcquire("k", 1) }},
 		{"zero Semaphores Acquire", func() { _, _ = new(keyed.Semaphores).Acquire(context.Background(), "k", 1) }},
 		{"zero Semaphores KeyStats", func() { new(keyed.Semaphores).KeyStats("k") }},
+		{"Gates.Acquire nil ctx", func() { _, _ = gs.Acquire(nilCtx, "k", 0, 1) }},
+		{"Gates.Acquire class -1", func() { _, _ = gs.Acquire(context.Background(), "k", -1, 1) }},
+		{"Gates.Acquire class 2", func() { _, _ = gs.Acquire(context.Background(), "k", 2, 1) }},
+		{"Gates.TryAcquire class 2", func() { gs.TryAcquire("k", 2, 1) }},
+		{"nil Gates TryAcquire", func() { nilG.TryAcquire("k", 0, 1) }},
+		{"nil Gates Sweep", func() { nilG.Sweep() }},
+		{"zero Gates Acquire", func() { _, _ = new(keyed.Gates).Acquire(context.Background(), "k", 0, 1) }},
+		{"zero Gates KeyStats", func() { new(keyed.Gates).KeyStats("k") }},
+		{"NewGates nil option", func() { _, _ = keyed.NewGates(1, twoClasses, nil) }},
+		{"WithGateOptions nil", func() { keyed.WithGateOptions(overload.WithMaxQueue(1), nil) }},
+		{"GatesMiddleware nil Gates", func() { keyed.GatesMiddleware(nil) }},
+		{"GatesMiddleware nil option", func() { keyed.GatesMiddleware(gs, nil) }},
+		{"GatesMiddleware nil handler", func() { keyed.GatesMiddleware(gs)(nil) }},
+		{"WithClassOptions nil", func() { keyed.WithClassOptions(nil) }},
+		{"GatesMiddleware unknown default class", func() {
+			keyed.GatesMiddleware(gs, keyed.WithClassOptions(overload.WithDefaultClass("nope")))
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,4 +87,5 @@ func TestMisusePanicsWithPrefix(t *testing.T) {
 	}
 	require.Zero(t, l.Len())
 	require.Zero(t, s.Len())
+	require.Zero(t, gs.Len())
 }

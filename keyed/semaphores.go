@@ -75,9 +75,10 @@ func NewSemaphores(limit int64, opts ...Option) (*Semaphores, error) {
 }
 
 // WithMaxLimit sets the largest limit that SetLimit and SetKeyLimit accept
-// on a Semaphores table, and so the largest request: an Acquire of more
-// fails at once with atomicsem.ErrExceedsMax. Without it the maximum is the
-// limit given to NewSemaphores. It has no effect on a Limiter.
+// on a Semaphores or Gates table, and so the largest request: an Acquire
+// of more fails at once with atomicsem.ErrExceedsMax. Without it the
+// maximum is the limit given to NewSemaphores or NewGates. It has no
+// effect on a Limiter.
 func WithMaxLimit(max int64) Option {
 	return func(o *options) { o.maxLimit, o.hasMaxLimit = max, true }
 }

@@ -150,6 +150,9 @@ func (g *Gate) arrive(ctx context.Context, w *waiter) error {
 		return ErrClosed
 	}
 	now := g.now()
+	if g.queued == 0 && g.perPermit != 0 && now-g.lastGrant >= EstimateMemory {
+		g.perPermit = 0 // forgotten: see deadline awareness in Gate
+	}
 	w.arrival = now
 	g.queues[w.class].push(w)
 	g.queued++

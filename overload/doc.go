@@ -14,7 +14,11 @@
 //     moved at run time with SetLimit, as adaptive's Limiter moves one
 //     given to it with adaptive.WithGate.
 //   - Middleware admits HTTP requests through a Gate by a class carried in
-//     a header field or computed by a function.
+//     a header field or computed by a function; a Classifier finds the
+//     class and answers a refusal as it does, for middleware that admits
+//     through gates of its own, as keyed's GatesMiddleware does through a
+//     gate per key (keyed.Gates, which drops the gates that Gate.Idle
+//     reports to be a new gate's twins).
 //   - Throttle is client-side adaptive throttling, the Google SRE rule: a
 //     client rejects locally the share of its requests that its backend
 //     would reject. adaptive.Transport (its Throttle field) and package

@@ -203,6 +203,9 @@ func runModel(t *testing.T, data []byte) {
 					step, c, cs, m.held[c], len(m.queues[c]), m.lifo[c], m.shed[c], m.reserve(c), m.ceiling(c))
 			}
 		}
+		if got, want := g.Idle(), m.idle(now()); got != want {
+			t.Fatalf("%s: Idle %v, the model %v", step, got, want)
+		}
 		// The laws, from the gate's own Stats.
 		if st.Held > prevHeld && st.Held > st.Limit {
 			t.Fatalf("%s: the permits held rose to %d, above the limit %d", step, st.Held, st.Limit)
@@ -332,6 +335,10 @@ func runModel(t *testing.T, data []byte) {
 			if op == 255 {
 				g.Close()
 				m.close()
+				break
+			}
+			if op == 247 {
+				advance(overload.EstimateMemory) // long enough to forget the estimate
 				break
 			}
 			advance(time.Duration(r.next()) * 100 * time.Microsecond)

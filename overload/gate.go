@@ -101,7 +101,11 @@ import (
 //     that. If its context's deadline comes before then, it is refused at
 //     once with ErrDeadline; if the maximum wait is shorter, with
 //     ErrMaxWait. (Before the first grant from the queue, nobody is
-//     refused on an expectation.)
+//     refused on an expectation.) The gate forgets the average when an
+//     arrival finds nobody queued and no waiter has been granted from the
+//     queue for EstimateMemory: a spell of queueing that ended that long
+//     ago says little of the next, and a gate left alone comes back to the
+//     state of a new one (see Idle).
 //
 // Time-based decisions (the overload mode's switches, drops and sheds,
 // starvation) are taken when the gate's lock is taken: at each arrival that
@@ -168,6 +172,11 @@ const (
 	// target delay and interval, as in CoDel and Facebook's queues.
 	DefaultCoDelTarget   = 5 * time.Millisecond
 	DefaultCoDelInterval = 100 * time.Millisecond
+	// EstimateMemory is how long the gate keeps its estimate of the wait
+	// (see deadline awareness in Gate) after the last grant from its
+	// queue, if nobody queues meanwhile. It spans the moments a queue in
+	// the overload mode empties, many CoDel intervals long.
+	EstimateMemory = time.Second
 )
 
 // An Option configures a Gate in New.
@@ -472,6 +481,46 @@ func (g *Gate) Stats() Stats {
 		}
 	}
 	return st
+}
+
+// Idle reports whether g is indistinguishable from a gate that New would
+// make now with g's arguments and g's live limit: no permit is held,
+// nobody waits, g is not closed, and no state that time keeps would make
+// a later call answer otherwise. That state is the overload mode's (a
+// class in it or entering it, or shedding the classes below; see
+// WithCoDel) and the estimate of the wait (kept for EstimateMemory after
+// the last grant from the queue). The starvation bound keeps none once a
+// class's queue is empty: a later waiter's wait counts from its own
+// arrival. Only the counts of sheds in Stats tell an idle g from a new
+// gate.
+//
+// Idle takes the gate's lock, and when nothing is held and nobody waits it
+// first takes the time-based decisions due now, as every call that takes
+// the lock does (see Gate): an overload mode whose time has run out ends,
+// and the classes it shed are admitted again, by TryAcquire too. It is
+// meant for a table of gates that drops those it can make again (keyed's
+// Gates), and for tests; the answer may be stale as soon as it is
+// returned unless the caller keeps every other user of g out meanwhile.
+func (g *Gate) Idle() bool {
+	g.valid("Idle")
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed || g.queued != 0 || g.lay.held(g.load()) != 0 {
+		return false
+	}
+	now := g.now()
+	if g.perPermit != 0 && now-g.lastGrant < EstimateMemory {
+		return false
+	}
+	// With nothing held and nobody queued, the dispatch grants nothing: it
+	// only moves the overload mode to now and sets the block bits to match.
+	g.dispatchLocked(now)
+	for c := range g.lay.k {
+		if q := &g.queues[c]; q.above || q.lifo || q.shedding {
+			return false
+		}
+	}
+	return g.load().blocks() == 0
 }
 
 // now returns the time since the gate was made, from the monotonic clock.

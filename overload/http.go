@@ -40,10 +40,42 @@ const DefaultClassHeader = "X-Request-Class"
 // "overload: ".
 func Middleware(g *Gate, opts ...HTTPOption) func(http.Handler) http.Handler {
 	g.valid("Middleware")
-	m := &middleware{g: g, header: DefaultClassHeader, def: g.lay.k - 1}
+	cl := newClassifier(g, "Middleware", opts)
+	return func(next http.Handler) http.Handler {
+		if next == nil {
+			panic("overload: Middleware wrapping a nil http.Handler")
+		}
+		return &gateHandler{g: g, cl: cl, next: next}
+	}
+}
+
+// A Classifier finds the class of HTTP requests and answers the requests
+// refused, exactly as Middleware does, for a middleware that admits
+// requests through gates of its own choosing: keyed's GatesMiddleware
+// admits each through the gate of its key. Its methods are safe for
+// concurrent use.
+type Classifier struct{ m middleware }
+
+// NewClassifier returns the Classifier of Middleware(g, opts...): its
+// classes are g's, and those of every gate made with the same classes.
+//
+// It is a run-time error to pass a nil Gate or option, or to name a class
+// g does not have in WithDefaultClass; the panic's message begins
+// "overload: ".
+func NewClassifier(g *Gate, opts ...HTTPOption) *Classifier {
+	g.valid("NewClassifier")
+	return newClassifier(g, "NewClassifier", opts)
+}
+
+func newClassifier(g *Gate, caller string, opts []HTTPOption) *Classifier {
+	cl := &Classifier{m: middleware{header: DefaultClassHeader, def: g.lay.k - 1, k: g.lay.k}}
+	m := &cl.m
+	for c := range m.k {
+		m.names[c] = g.classes[c].name
+	}
 	for _, opt := range opts {
 		if opt == nil {
-			panic("overload: Middleware called with a nil HTTPOption")
+			panic("overload: " + caller + " called with a nil HTTPOption")
 		}
 		opt(m)
 	}
@@ -54,12 +86,38 @@ func Middleware(g *Gate, opts ...HTTPOption) func(http.Handler) http.Handler {
 		}
 		m.def = c
 	}
-	return func(next http.Handler) http.Handler {
-		if next == nil {
-			panic("overload: Middleware wrapping a nil http.Handler")
-		}
-		return &gateHandler{m: m, next: next}
+	return cl
+}
+
+// Class returns the class Middleware admits r as, its index and its name:
+// the class named by r's class header field or WithClassFunc's function,
+// compared without regard to case, or the default class.
+func (cl *Classifier) Class(r *http.Request) (class int, name string) {
+	m := &cl.m
+	if m.classOf != nil {
+		name = m.classOf(r)
+	} else {
+		name = r.Header.Get(m.header)
 	}
+	name = strings.TrimSpace(name)
+	for c := range m.k {
+		if cn := m.names[c]; strings.EqualFold(cn, name) {
+			return c, cn
+		}
+	}
+	return m.def, m.names[m.def]
+}
+
+// Refuse answers r, refused for why, as Middleware answers: a Retry-After
+// of one second, then 503 Service Unavailable or WithRejection's handler,
+// for which Rejected returns why.
+func (cl *Classifier) Refuse(w http.ResponseWriter, r *http.Request, why error) {
+	w.Header().Set("Retry-After", "1")
+	if cl.m.reject != nil {
+		cl.m.reject.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), rejectedKey{}, why)))
+		return
+	}
+	http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
 }
 
 // An HTTPOption configures Middleware.
@@ -99,51 +157,30 @@ func WithRejection(reject http.Handler) HTTPOption {
 }
 
 type middleware struct {
-	g       *Gate
 	header  string
 	classOf func(*http.Request) string
 	def     int
 	defName string
 	reject  http.Handler
+	k       int
+	names   [MaxClasses]string
 }
 
 type gateHandler struct {
-	m    *middleware
+	g    *Gate
+	cl   *Classifier
 	next http.Handler
 }
 
 func (h *gateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m := h.m
-	c, name := m.class(r)
-	tok, err := m.g.Acquire(r.Context(), c, 1)
+	c, name := h.cl.Class(r)
+	tok, err := h.g.Acquire(r.Context(), c, 1)
 	if err != nil {
-		w.Header().Set("Retry-After", "1")
-		if m.reject != nil {
-			m.reject.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), rejectedKey{}, err)))
-			return
-		}
-		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+		h.cl.Refuse(w, r, err)
 		return
 	}
 	defer tok.Release()
 	h.next.ServeHTTP(w, r.WithContext(ContextWithClass(r.Context(), name)))
-}
-
-// class returns the class of r and its name.
-func (m *middleware) class(r *http.Request) (int, string) {
-	var name string
-	if m.classOf != nil {
-		name = m.classOf(r)
-	} else {
-		name = r.Header.Get(m.header)
-	}
-	name = strings.TrimSpace(name)
-	for c := range m.g.lay.k {
-		if cn := m.g.classes[c].name; strings.EqualFold(cn, name) {
-			return c, cn
-		}
-	}
-	return m.def, m.g.classes[m.def].name
 }
 
 type rejectedKey struct{}

@@ -159,3 +159,50 @@ func TestMiddlewareKeepsTheWritersInterfaces(t *testing.T) {
 	_, ok := got.(http.Flusher)
 	require.True(t, ok)
 }
+
+// TestClassifierAnswersAsMiddleware checks that a Classifier made with
+// Middleware's options finds the class Middleware admits a request as, and
+// refuses as it does.
+func TestClassifierAnswersAsMiddleware(t *testing.T) {
+	g := overload.MustNew(1, 1, []overload.Class{{Name: "Critical"}, {Name: "normal"}, {Name: "sheddable"}})
+	opts := []overload.HTTPOption{overload.WithClassHeader("X-Criticality"), overload.WithDefaultClass("normal")}
+	cl := overload.NewClassifier(g, opts...)
+	var seen string
+	h := overload.Middleware(g, opts...)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen, _ = overload.ClassFromContext(r.Context())
+	}))
+	for _, v := range []string{"critical", " SHEDDABLE ", "", "unknown"} {
+		r := request("")
+		r.Header.Set("X-Criticality", v)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		c, name := cl.Class(r)
+		require.Equal(t, seen, name, "class %q", v)
+		got, ok := g.Class(name)
+		require.True(t, ok)
+		require.Equal(t, got, c)
+	}
+
+	tok := take(t, g, 0, 1) // the gate is full: Middleware refuses
+	defer tok.Release()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	want := httptest.NewRecorder()
+	h.ServeHTTP(want, request("").WithContext(ctx))
+	got := httptest.NewRecorder()
+	cl.Refuse(got, request(""), context.Canceled)
+	require.Equal(t, want.Code, got.Code)
+	require.Equal(t, want.Header(), got.Header())
+	require.Equal(t, want.Body.String(), got.Body.String())
+
+	var why error
+	cl = overload.NewClassifier(g, overload.WithRejection(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		why = overload.Rejected(r)
+		w.WriteHeader(http.StatusTooManyRequests)
+	})))
+	got = httptest.NewRecorder()
+	cl.Refuse(got, request(""), overload.ErrQueueFull)
+	require.Equal(t, http.StatusTooManyRequests, got.Code)
+	require.Equal(t, "1", got.Header().Get("Retry-After"))
+	require.ErrorIs(t, why, overload.ErrQueueFull)
+	require.PanicsWithValue(t, "overload: NewClassifier called with a nil HTTPOption", func() { overload.NewClassifier(g, nil) })
+}

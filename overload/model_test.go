@@ -318,6 +318,9 @@ func (m *model) arrive(w *mWaiter, now time.Duration) {
 		m.events = append(m.events, mEvent{w.id, overload.ErrClosed})
 		return
 	}
+	if m.queued() == 0 && m.perPermit != 0 && now-m.lastGrant >= overload.EstimateMemory {
+		m.perPermit = 0
+	}
 	w.arrival = now
 	m.queues[w.class] = append(m.queues[w.class], w)
 	m.dispatch(now)
@@ -449,4 +452,22 @@ func (m *model) queueIDs() [][]int {
 		}
 	}
 	return out
+}
+
+// idle is Gate.Idle as its documentation states it, the look at the
+// gate it takes included.
+func (m *model) idle(now time.Duration) bool {
+	if m.closed || m.queued() != 0 || m.total() != 0 {
+		return false
+	}
+	if m.perPermit != 0 && now-m.lastGrant < overload.EstimateMemory {
+		return false
+	}
+	m.dispatch(now)
+	for c := range m.k {
+		if m.above[c] || m.lifo[c] || m.shedOn[c] || m.blocks[c] {
+			return false
+		}
+	}
+	return true
 }
