@@ -51,7 +51,8 @@
 #             atomicsem-floorbuild), and the overload experiment through
 #             real HTTP (TestOverloadExperiment -overload.long in
 #             bench/overload: results/overload-experiment.txt, and the plot
-#             docs/overload.png; about two minutes of real time), and the
+#             docs/overload.png; five trials a cell, pooled: about nine
+#             minutes of real time), and the
 #             client throttle experiment (TestClientThrottleExperiment:
 #             results/overload-throttle.txt; about twenty seconds)
 #   rediscredit  the Redis credit backend against go-redis/redis_rate at 1,
@@ -443,9 +444,10 @@ for g in "${run[@]}" ${sim:+adaptive}; do
 done
 
 # The overload group also runs the overload experiment, in real time over
-# loopback HTTP, once (its runs are seconds long and reported as they are),
-# and draws its plot. A smoke run of this command (BENCHTIME=1x, as CI's)
-# runs the experiment's short version instead, about 15 seconds.
+# loopback HTTP, once (each of its cells is five trials of five seconds,
+# pooled, and reported as they are), and draws its plot. A smoke run of
+# this command (BENCHTIME=1x, as CI's) runs the experiment's short version
+# instead, one trial, about 15 seconds.
 for g in "${run[@]}"; do
 	[ "$g" = overload ] || continue
 	long=-overload.long

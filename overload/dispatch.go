@@ -194,7 +194,7 @@ func (g *Gate) removeLocked(x *waiter) {
 // codelLocked observes each class's queue delay and applies the overload
 // mode: a class in it drops its waiters that have waited more than twice
 // the target, oldest first, and from the moment it enters the mode until
-// its queue has stayed empty for an interval, every class below it is
+// its queue has stayed empty for the shed hold, every class below it is
 // shed, all of its waiters dropped, unless the class holds less than its
 // reserve (a shed never takes a class's guarantee). It requires that mu is
 // held.

@@ -88,13 +88,17 @@ import (
 //     for a moment now and then while its class is still overloaded; such
 //     a moment does not end the mode.)
 //   - Shedding by priority: from the moment a class enters the overload
-//     mode until its queue has stayed empty for an interval, every class
-//     below it is shed: its waiters are dropped and its arrivals refused
-//     at once, with ErrDropped, even while a permit is free for a moment.
-//     The capacity the overloaded class sheds its own requests for is kept
-//     for its next ones, not given to requests it outranks; only a queue
-//     that stays empty shows capacity to spare. A class that holds less
-//     than its reserve is not shed: a shed never takes a guarantee.
+//     mode until its queue has stayed empty for the shed hold, four
+//     intervals, every class below it is shed: its waiters are dropped and
+//     its arrivals refused at once, with ErrDropped, even while a permit
+//     is free for a moment. The capacity the overloaded class sheds its
+//     own requests for is kept for its next ones, not given to requests it
+//     outranks; only a queue that stays empty shows capacity to spare, and
+//     a single interval does not show it: a class whose demand is about
+//     the capacity empties its queue for an interval now and then, and a
+//     request of a lower class let in then holds its permit for as long as
+//     it runs, into the class's next burst. A class that holds less than
+//     its reserve is not shed: a shed never takes a guarantee.
 //   - Deadline awareness: the gate keeps a moving average of the time
 //     between grants from its queue, per permit. An arrival that must wait
 //     behind w permits' worth of waiters expects to wait (w + n) times

@@ -345,6 +345,50 @@ func TestOverloadModeShedsTheClassesBelow(t *testing.T) {
 	})
 }
 
+// TestClassesBelowStayShedUntilTheQueueStaysEmptyForTheHold checks that
+// the shedding a class in the overload mode starts lasts until its queue
+// has stayed empty for the shed hold, four intervals: a lower request
+// arriving after a lull of one interval, with a permit free, is still
+// shed, and one after the hold is admitted.
+func TestClassesBelowStayShedUntilTheQueueStaysEmptyForTheHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const target, interval = 5 * time.Millisecond, 100 * time.Millisecond
+		g := overload.MustNew(1, 1, classes(0, 0), overload.WithCoDel(target, interval))
+		tok := take(t, g, 0, 1)
+		// Critical requests queue for longer than the interval: the
+		// overload mode, which drops all but the newest few.
+		var crit []*pending
+		for range 110 {
+			crit = append(crit, start(t, bg, g, 0, 1))
+			time.Sleep(time.Millisecond)
+		}
+		require.True(t, g.Stats().Classes[0].Overloaded)
+		// Drain the queue, newest first; the last grant leaves it empty.
+		next := tok
+		for i := len(crit) - 1; i >= 0; i-- {
+			if crit[i].finished() {
+				continue
+			}
+			next.Release()
+			next = crit[i].granted(t)
+		}
+		next.Release()
+		require.Zero(t, g.Stats().Waiters)
+		// The queue has stayed empty for an interval and a half, with the
+		// permit free: the classes below are still shed.
+		time.Sleep(3 * interval / 2)
+		start(t, bg, g, 1, 1).refused(t, overload.ErrDropped)
+		_, ok := g.TryAcquire(1, 1)
+		require.False(t, ok, "a lower class takes a permit within the hold")
+		// Once the queue has stayed empty for the hold, they are let in.
+		time.Sleep(shedHoldIntervals*interval - 3*interval/2)
+		start(t, bg, g, 1, 1).granted(t).Release()
+		lower, ok := g.TryAcquire(1, 1)
+		require.True(t, ok, "the lower class's block bit outlived the hold")
+		lower.Release()
+	})
+}
+
 func TestADeadlineBeforeTheExpectedWaitIsRefusedAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := overload.MustNew(1, 1, classes(0))

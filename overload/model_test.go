@@ -240,7 +240,7 @@ func (m *model) observe(c int, now time.Duration) {
 		m.empty[c] = false
 	case !m.empty[c]:
 		m.empty[c], m.eSince[c] = true, now
-	case now-m.eSince[c] >= m.interval:
+	case now-m.eSince[c] >= shedHoldIntervals*m.interval:
 		m.shedOn[c] = false
 	}
 	if delay > m.target {
@@ -260,8 +260,12 @@ func (m *model) observe(c int, now time.Duration) {
 	}
 }
 
+// shedHoldIntervals is the shed hold of the package documentation, in
+// intervals.
+const shedHoldIntervals = 4
+
 // sheds reports whether class c sheds the classes below: from its overload
-// mode's start until its queue has stayed empty for an interval.
+// mode's start until its queue has stayed empty for the shed hold.
 func (m *model) sheds(c int, _ time.Duration) bool { return m.shedOn[c] }
 
 func (m *model) setBlocks(now time.Duration) {

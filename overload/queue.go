@@ -69,8 +69,8 @@ type classQueue struct {
 	// say that the queue's delay has been above the target, or at or
 	// below it, at every observation since aboveSince or belowSince.
 	// shedding is set when the mode begins and cleared once the queue
-	// has stayed empty for an interval (empty since emptySince): while it
-	// is set the classes below are shed (see sheds).
+	// has stayed empty for the shed hold (empty since emptySince): while
+	// it is set the classes below are shed (see sheds).
 	lifo       bool
 	shedding   bool
 	empty      bool
@@ -137,7 +137,9 @@ func (q *classQueue) remove(w *waiter) {
 // observe records the queue's delay at now, the age of its oldest waiter
 // (zero for an empty queue), and moves the overload mode: on once the delay
 // has stayed above target for interval, off once it has stayed at or below
-// target for interval, the standing queue drained.
+// target for interval, the standing queue drained; and ends the shedding of
+// the classes below once the queue has stayed empty for shedHold intervals
+// (compared by division, which cannot overflow as a product could).
 //
 // An empty queue does not end the mode by itself: a queue that serves its
 // newest waiters first and drops its oldest empties for a moment now and
@@ -151,7 +153,7 @@ func (q *classQueue) observe(now, target, interval time.Duration) {
 		q.empty = false
 	} else if !q.empty {
 		q.empty, q.emptySince = true, now
-	} else if now-q.emptySince >= interval {
+	} else if (now-q.emptySince)/shedHold >= interval {
 		q.shedding = false
 	}
 	if delay > target {
@@ -173,10 +175,21 @@ func (q *classQueue) observe(now, target, interval time.Duration) {
 
 // sheds reports whether the class sheds the classes below it: from the
 // moment it enters the overload mode until its queue has stayed empty for
-// an interval. Its queue may return to arrival order before that; but a
+// the shed hold. Its queue may return to arrival order before that; but a
 // class whose demand is about its share of the capacity goes in and out of
 // the mode, and were the classes below admitted whenever it left, they
 // would take the capacity its next burst needs, and it would shed its own
-// requests for theirs. A queue that stays empty for an interval shows
+// requests for theirs. A queue that stays empty for the hold shows
 // capacity to spare.
 func (q *classQueue) sheds() bool { return q.shedding }
+
+// shedHold is the shed hold, in intervals of the overload mode: how long
+// an overloaded class's queue must stay empty before the classes below it
+// are admitted again. A permit a lower class takes is held for as long as
+// its request runs, which the gate does not know; the interval stands for
+// it (CoDel's interval is meant to be about the time a request takes), and
+// the hold is several of them, because a class whose demand is about the
+// capacity empties its queue for an interval or two now and then, and a
+// lower request let in then runs into the class's next burst, which drops
+// its own requests for it.
+const shedHold = 4
