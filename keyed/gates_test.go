@@ -190,7 +190,7 @@ func TestGatesCapNeverDropsAKeyInUse(t *testing.T) {
 		_, ok = s.TryAcquire("new-4", 0, 1)
 		require.True(t, ok, "after the forgotten permit's limit came back")
 		refusedNow("overloaded")
-		time.Sleep(interval)
+		time.Sleep(4 * interval) // the overload mode's shed hold (see overload.Gate)
 		_, ok = s.TryAcquire("new-5", 0, 1)
 		require.True(t, ok, "after the overload mode ran out")
 		_, present := s.KeyStats("overloaded")

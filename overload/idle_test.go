@@ -100,6 +100,8 @@ func TestIdleWaitsForTheOverloadModeToEnd(t *testing.T) {
 		require.Zero(t, g.Stats().Waiters)
 		require.False(t, g.Idle(), "the queue has not yet stayed short for an interval")
 		time.Sleep(interval)
+		require.False(t, g.Idle(), "the mode has ended, but the classes below are shed for the hold")
+		time.Sleep(3 * interval) // the shed hold is four intervals (see Gate)
 		require.True(t, g.Idle(), "the mode and its shedding have run out")
 		// As at a new gate, a class-1 request is admitted, not shed, even
 		// by TryAcquire, which never takes the lock.
