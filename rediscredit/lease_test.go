@@ -404,6 +404,43 @@ func TestLeasedKeyOutlivesItsLease(t *testing.T) {
 	require.Greater(t, ttl(t, c, k), hold, "the key expires before Redis may drop the lease")
 }
 
+// Accrual stops where the balance, the reservations and the credit leases
+// hold come to the burst: a bucket left to refill while a lease holds a
+// block shows the burst less that block, so that the fleet never has more
+// than the burst to spend.
+func TestAccrualLeavesRoomForLeasedCredit(t *testing.T) {
+	srv := needServer(t)
+	c := client(t, srv.addr())
+	ctx := context.Background()
+	k := key(t)
+	require.NoError(t, c.Del(ctx, k).Err())
+	const rate, burst = 1000, 100
+	l, err := rediscredit.New(c, rate, burst)
+	require.NoError(t, err)
+	// An interval far longer than the test, so that the lease keeps its
+	// block idle rather than give it back.
+	le, err := l.Lease(k, rediscredit.WithLeaseInterval(10*time.Second))
+	require.NoError(t, err)
+	defer le.Close(ctx)
+	// Half the burst spent directly sets accrual going, then the lease
+	// takes its block from what is left.
+	res, err := l.TrySpend(ctx, k, burst/2)
+	require.NoError(t, err)
+	require.True(t, res.OK)
+	ok, err := le.TrySpend(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	leased := le.Stats().Reserved
+	require.Positive(t, leased)
+	// Long enough for accrual to mint the whole burst: any room it left
+	// would be filled.
+	time.Sleep(2 * burst * time.Second / rate)
+	res, err = l.Stats(ctx, k)
+	require.NoError(t, err)
+	require.Equal(t, leased, res.Reserved, "the lease's block is reserved in Redis")
+	require.Equal(t, int64(burst), res.Balance+res.Reserved, "a full bucket holds the burst, the leased block in it")
+}
+
 // At a steady demand of 5,000 credits a second a lease makes at most 20
 // round trips per 1,000 credits.
 func TestLeaseCallsAtSteadyDemand(t *testing.T) {
