@@ -152,6 +152,12 @@ func runModel(t *testing.T, data []byte) {
 	// However the run ends (a failed check ends it at once), every waiter
 	// leaves: the bubble must end with no goroutine blocked.
 	defer func() {
+		if t.Failed() && overload.LockHeldForTest(g) {
+			// Every goroutine of the bubble was blocked at the check, so a
+			// lock still held is a broken gate's: closing it would block
+			// for ever, and the bubble with it. End the binary instead.
+			panic("overload: a check failed with the gate's lock held and every goroutine blocked (-v shows the check)")
+		}
 		g.Close()
 		for _, hw := range waiters {
 			if hw.cancel != nil {
