@@ -189,7 +189,7 @@ func GateOf(s *Gates, key string) (*overload.Gate, bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if i, _ := sh.find(key, hi); i >= 0 {
-		return sh.ents[i].v.g, true
+		return sh.ents[i].v.lim, true
 	}
 	return nil, false
 }

@@ -3,8 +3,6 @@ package keyed
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/atomicsem/atomicsem/internal/errs"
 	"github.com/atomicsem/atomicsem/overload"
@@ -45,10 +43,7 @@ import (
 // A Gates must be made with NewGates: the zero value is not usable, and its
 // methods panic.
 type Gates struct {
-	t        table[*gateEntry]
-	setMu    sync.Mutex   // serializes SetLimit
-	limit    atomic.Int64 // the shared limit
-	maxLimit int64
+	limits[*overload.Gate]
 	classes  []overload.Class
 	gateOpts []overload.Option
 	// probe is a gate of the table's configuration at the maximum limit,
@@ -57,18 +52,6 @@ type Gates struct {
 	// key is made for it.
 	probe   *overload.Gate
 	ceiling [overload.MaxClasses]int64
-}
-
-// gateEntry is one key's gate.
-type gateEntry struct {
-	g *overload.Gate
-	// waiting counts the Acquire calls on this entry that have left the
-	// shard lock to wait. The entry is not dropped while any waits. It is
-	// raised under the shard lock and lowered without it.
-	waiting atomic.Int32
-	// own is set while the key's limit was set by SetKeyLimit. Guarded by
-	// the shard's lock.
-	own bool
 }
 
 // WithGateOptions gives the options of every gate of a Gates table (the
@@ -118,7 +101,6 @@ func NewGates(limit int64, classes []overload.Class, opts ...Option) (*Gates, er
 		return nil, errs.Reprefix("keyed", err)
 	}
 	s := &Gates{
-		maxLimit: o.maxLimit,
 		classes:  append([]overload.Class(nil), classes...),
 		gateOpts: o.gateOpts,
 		probe:    probe,
@@ -126,8 +108,8 @@ func NewGates(limit int64, classes []overload.Class, opts ...Option) (*Gates, er
 	for c, cs := range probe.Stats().Classes {
 		s.ceiling[c] = cs.Ceiling
 	}
-	s.limit.Store(limit)
-	s.t.init(o.maxKeys, s.idle)
+	s.invalid, s.exceeds = overload.ErrInvalidPermits, overload.ErrExceedsMax
+	s.init(limit, o.maxLimit, o.maxKeys, s.newGate, s.idle)
 	return s, nil
 }
 
@@ -179,18 +161,16 @@ func (s *Gates) newGate() *overload.Gate {
 	return overload.MustNew(s.limit.Load(), s.maxLimit, s.classes, s.gateOpts...) // checked by NewGates
 }
 
-func (s *Gates) newEntry() *gateEntry { return &gateEntry{g: s.newGate()} }
-
 // idle reports whether the entry at place i of sh is indistinguishable
 // from a new one. It requires that sh is locked: every call that could
 // change the gate then either holds that lock or is counted in waiting, and
 // with nothing held no token is out to come back.
-func (s *Gates) idle(sh *shard[*gateEntry], i int) bool {
+func (s *Gates) idle(sh *shard[*keyEntry[*overload.Gate]], i int) bool {
 	e := sh.ents[i].v
 	if e.own || e.waiting.Load() != 0 {
 		return false
 	}
-	return e.g.Limit() == s.limit.Load() && e.g.Idle()
+	return e.lim.Limit() == s.limit.Load() && e.lim.Idle()
 }
 
 // Classes returns the number of classes of the table's gates.
@@ -224,7 +204,7 @@ func (s *Gates) TryAcquire(key string, c int, n int64) (token.Token, bool) {
 	sh.mu.Lock()
 	if i, _ := sh.find(key, hi); i >= 0 {
 		defer sh.mu.Unlock()
-		return sh.ents[i].v.g.TryAcquire(c, n)
+		return sh.ents[i].v.lim.TryAcquire(c, n)
 	}
 	sh.mu.Unlock()
 	return s.tryAcquireNew(sh, key, hi, c, n)
@@ -232,14 +212,14 @@ func (s *Gates) TryAcquire(key string, c int, n int64) (token.Token, bool) {
 
 // tryAcquireNew is TryAcquire for a key that was absent, outlined so that
 // the path for a key present stays small.
-func (s *Gates) tryAcquireNew(sh *shard[*gateEntry], key string, hi uint32, c int, n int64) (token.Token, bool) {
+func (s *Gates) tryAcquireNew(sh *shard[*keyEntry[*overload.Gate]], key string, hi uint32, c int, n int64) (token.Token, bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	i, _, err := s.t.insert(sh, key, hi, s.newEntry)
 	if err != nil {
 		return token.Token{}, false
 	}
-	return sh.ents[i].v.g.TryAcquire(c, n)
+	return sh.ents[i].v.lim.TryAcquire(c, n)
 }
 
 // Acquire blocks until n permits of class c of key's gate are granted,
@@ -275,22 +255,7 @@ func (s *Gates) Acquire(ctx context.Context, key string, c int, n int64) (token.
 		return token.Token{}, err
 	}
 	defer e.waiting.Add(-1)
-	return e.g.Acquire(ctx, c, n)
-}
-
-// enter returns key's entry, made if absent, counted as waited on so that
-// it is not dropped until Acquire is done with it.
-func (s *Gates) enter(key string) (*gateEntry, error) {
-	sh, hi := s.t.locate(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	i, _, err := s.t.insert(sh, key, hi, s.newEntry)
-	if err != nil {
-		return nil, err
-	}
-	e := sh.ents[i].v
-	e.waiting.Add(1)
-	return e, nil
+	return e.lim.Acquire(ctx, c, n)
 }
 
 // SetLimit sets the shared limit, the limit of every key but those whose
@@ -304,28 +269,7 @@ func (s *Gates) enter(key string) (*gateEntry, error) {
 // shards go on meanwhile.
 func (s *Gates) SetLimit(limit int64) error {
 	s.valid()
-	if err := s.checkLimit(limit); err != nil {
-		return err
-	}
-	s.setMu.Lock()
-	defer s.setMu.Unlock()
-	s.limit.Store(limit)
-	s.t.each(func(_ string, e *gateEntry) {
-		if !e.own {
-			_ = e.g.SetLimit(limit) // within [0, max], never closed: cannot fail
-		}
-	})
-	return nil
-}
-
-func (s *Gates) checkLimit(limit int64) error {
-	if limit < 0 {
-		return errs.Errorf(overload.ErrInvalidPermits, "keyed: limit %d", limit)
-	}
-	if limit > s.maxLimit {
-		return errs.Errorf(overload.ErrExceedsMax, "keyed: limit %d, max %d", limit, s.maxLimit)
-	}
-	return nil
+	return s.setLimit(limit)
 }
 
 // SetKeyLimit sets key's own limit, which SetLimit then leaves alone, as
@@ -334,20 +278,7 @@ func (s *Gates) checkLimit(limit int64) error {
 // changes. ResetKeyLimit makes the key follow the shared limit again.
 func (s *Gates) SetKeyLimit(key string, limit int64) error {
 	s.valid()
-	if err := s.checkLimit(limit); err != nil {
-		return err
-	}
-	sh, hi := s.t.locate(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	i, _, err := s.t.insert(sh, key, hi, s.newEntry)
-	if err != nil {
-		return err
-	}
-	e := sh.ents[i].v
-	e.own = true
-	_ = e.g.SetLimit(limit) // within [0, max], never closed: cannot fail
-	return nil
+	return s.setKeyLimit(key, limit)
 }
 
 // ResetKeyLimit makes key follow the shared limit again, setting its limit
@@ -355,18 +286,7 @@ func (s *Gates) SetKeyLimit(key string, limit int64) error {
 // a limit of its own.
 func (s *Gates) ResetKeyLimit(key string) {
 	s.valid()
-	// setMu orders the reset with SetLimit, so that the key does not keep
-	// a shared limit that SetLimit has just replaced.
-	s.setMu.Lock()
-	defer s.setMu.Unlock()
-	sh, hi := s.t.locate(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if i, _ := sh.find(key, hi); i >= 0 && sh.ents[i].v.own {
-		e := sh.ents[i].v
-		e.own = false
-		_ = e.g.SetLimit(s.limit.Load())
-	}
+	s.resetKeyLimit(key)
 }
 
 // KeyStats returns a snapshot of key's gate, and reports false, with a new
@@ -378,7 +298,7 @@ func (s *Gates) KeyStats(key string) (overload.Stats, bool) {
 	sh.mu.Lock()
 	if i, _ := sh.find(key, hi); i >= 0 {
 		defer sh.mu.Unlock()
-		return sh.ents[i].v.g.Stats(), true
+		return sh.ents[i].v.lim.Stats(), true
 	}
 	sh.mu.Unlock()
 	return s.newGate().Stats(), false

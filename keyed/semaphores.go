@@ -2,8 +2,6 @@ package keyed
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 
 	"github.com/atomicsem/atomicsem/atomicsem"
 	"github.com/atomicsem/atomicsem/internal/errs"
@@ -30,22 +28,7 @@ import (
 // A Semaphores must be made with NewSemaphores: the zero value is not
 // usable, and its methods panic.
 type Semaphores struct {
-	t        table[*semEntry]
-	setMu    sync.Mutex   // serializes SetLimit
-	limit    atomic.Int64 // the shared limit
-	maxLimit int64
-}
-
-// semEntry is one key's semaphore.
-type semEntry struct {
-	sem *atomicsem.Semaphore
-	// waiting counts the Acquire calls on this entry that have left the
-	// shard lock to wait. The entry is not dropped while any waits. It is
-	// raised under the shard lock and lowered without it.
-	waiting atomic.Int32
-	// own is set while the key's limit was set by SetKeyLimit. Guarded by
-	// the shard's write lock.
-	own bool
+	limits[*atomicsem.Semaphore]
 }
 
 // NewSemaphores returns a table whose keys each get a semaphore of limit
@@ -68,9 +51,9 @@ func NewSemaphores(limit int64, opts ...Option) (*Semaphores, error) {
 		return nil, errs.Errorf(atomicsem.ErrInvalidPermits, "keyed: NewSemaphores(%d) with max %d needs 0 ≤ limit ≤ max ≤ %d",
 			limit, o.maxLimit, atomicsem.MaxPermits)
 	}
-	s := &Semaphores{maxLimit: o.maxLimit}
-	s.limit.Store(limit)
-	s.t.init(o.maxKeys, s.idle)
+	s := &Semaphores{}
+	s.invalid, s.exceeds = atomicsem.ErrInvalidPermits, atomicsem.ErrExceedsMax
+	s.init(limit, o.maxLimit, o.maxKeys, s.newSemaphore, s.idle)
 	return s, nil
 }
 
@@ -106,21 +89,21 @@ func (s *Semaphores) checkRequest(n int64) error {
 	return nil
 }
 
-// newEntry makes a key's semaphore at the shared limit. It requires that
-// the key's shard is locked, so that a SetLimit that stored a new
+// newSemaphore makes a key's semaphore at the shared limit. It requires
+// that the key's shard is locked, so that a SetLimit that stored a new
 // limit either sees the entry or is seen by it.
-func (s *Semaphores) newEntry() *semEntry {
-	return &semEntry{sem: atomicsem.MustNew(s.limit.Load(), s.maxLimit)}
+func (s *Semaphores) newSemaphore() *atomicsem.Semaphore {
+	return atomicsem.MustNew(s.limit.Load(), s.maxLimit)
 }
 
 // idle reports whether the entry at place i of sh is indistinguishable
 // from a new one. It requires that sh is locked.
-func (s *Semaphores) idle(sh *shard[*semEntry], i int) bool {
+func (s *Semaphores) idle(sh *shard[*keyEntry[*atomicsem.Semaphore]], i int) bool {
 	e := sh.ents[i].v
 	if e.own || e.waiting.Load() != 0 {
 		return false
 	}
-	st := e.sem.Stats()
+	st := e.lim.Stats()
 	return st.Held == 0 && st.Waiters == 0 && st.Limit == s.limit.Load()
 }
 
@@ -140,7 +123,7 @@ func (s *Semaphores) TryAcquire(key string, n int64) (token.Token, bool) {
 	sh.mu.Lock()
 	if i, _ := sh.find(key, hi); i >= 0 {
 		defer sh.mu.Unlock()
-		return sh.ents[i].v.sem.TryAcquire(n)
+		return sh.ents[i].v.lim.TryAcquire(n)
 	}
 	sh.mu.Unlock()
 	return s.tryAcquireNew(sh, key, hi, n)
@@ -148,14 +131,14 @@ func (s *Semaphores) TryAcquire(key string, n int64) (token.Token, bool) {
 
 // tryAcquireNew is TryAcquire for a key that was absent, outlined so that
 // the path for a key present stays small.
-func (s *Semaphores) tryAcquireNew(sh *shard[*semEntry], key string, hi uint32, n int64) (token.Token, bool) {
+func (s *Semaphores) tryAcquireNew(sh *shard[*keyEntry[*atomicsem.Semaphore]], key string, hi uint32, n int64) (token.Token, bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	i, _, err := s.t.insert(sh, key, hi, s.newEntry)
 	if err != nil {
 		return token.Token{}, false
 	}
-	return sh.ents[i].v.sem.TryAcquire(n)
+	return sh.ents[i].v.lim.TryAcquire(n)
 }
 
 // Acquire blocks until n permits of key's semaphore are granted, then
@@ -188,25 +171,10 @@ func (s *Semaphores) Acquire(ctx context.Context, key string, n int64) (token.To
 	return s.wait(ctx, e, n)
 }
 
-// enter returns key's entry, made if absent, counted as waited on so that
-// it is not dropped until wait is done with it.
-func (s *Semaphores) enter(key string) (*semEntry, error) {
-	sh, hi := s.t.locate(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	i, _, err := s.t.insert(sh, key, hi, s.newEntry)
-	if err != nil {
-		return nil, err
-	}
-	e := sh.ents[i].v
-	e.waiting.Add(1)
-	return e, nil
-}
-
 // wait acquires n permits of e, which enter counted as waited on.
-func (s *Semaphores) wait(ctx context.Context, e *semEntry, n int64) (token.Token, error) {
+func (s *Semaphores) wait(ctx context.Context, e *keyEntry[*atomicsem.Semaphore], n int64) (token.Token, error) {
 	defer e.waiting.Add(-1)
-	return e.sem.Acquire(ctx, n)
+	return e.lim.Acquire(ctx, n)
 }
 
 // SetLimit sets the shared limit, the limit of every key but those whose
@@ -220,28 +188,7 @@ func (s *Semaphores) wait(ctx context.Context, e *semEntry, n int64) (token.Toke
 // shards go on meanwhile.
 func (s *Semaphores) SetLimit(limit int64) error {
 	s.valid()
-	if err := s.checkLimit(limit); err != nil {
-		return err
-	}
-	s.setMu.Lock()
-	defer s.setMu.Unlock()
-	s.limit.Store(limit)
-	s.t.each(func(_ string, e *semEntry) {
-		if !e.own {
-			_ = e.sem.SetLimit(limit) // within [0, max]: cannot fail
-		}
-	})
-	return nil
-}
-
-func (s *Semaphores) checkLimit(limit int64) error {
-	if limit < 0 {
-		return errs.Errorf(atomicsem.ErrInvalidPermits, "keyed: limit %d", limit)
-	}
-	if limit > s.maxLimit {
-		return errs.Errorf(atomicsem.ErrExceedsMax, "keyed: limit %d, max %d", limit, s.maxLimit)
-	}
-	return nil
+	return s.setLimit(limit)
 }
 
 // SetKeyLimit sets key's own limit, which SetLimit then leaves alone, as
@@ -251,20 +198,7 @@ func (s *Semaphores) checkLimit(limit int64) error {
 // again.
 func (s *Semaphores) SetKeyLimit(key string, limit int64) error {
 	s.valid()
-	if err := s.checkLimit(limit); err != nil {
-		return err
-	}
-	sh, hi := s.t.locate(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	i, _, err := s.t.insert(sh, key, hi, s.newEntry)
-	if err != nil {
-		return err
-	}
-	e := sh.ents[i].v
-	e.own = true
-	_ = e.sem.SetLimit(limit) // within [0, max]: cannot fail
-	return nil
+	return s.setKeyLimit(key, limit)
 }
 
 // ResetKeyLimit makes key follow the shared limit again, setting its limit
@@ -272,18 +206,7 @@ func (s *Semaphores) SetKeyLimit(key string, limit int64) error {
 // a limit of its own.
 func (s *Semaphores) ResetKeyLimit(key string) {
 	s.valid()
-	// setMu orders the reset with SetLimit, so that the key does not keep
-	// a shared limit that SetLimit has just replaced.
-	s.setMu.Lock()
-	defer s.setMu.Unlock()
-	sh, hi := s.t.locate(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if i, _ := sh.find(key, hi); i >= 0 && sh.ents[i].v.own {
-		e := sh.ents[i].v
-		e.own = false
-		_ = e.sem.SetLimit(s.limit.Load())
-	}
+	s.resetKeyLimit(key)
 }
 
 // KeyStats returns a snapshot of key's semaphore, and reports false, with
@@ -295,7 +218,7 @@ func (s *Semaphores) KeyStats(key string) (atomicsem.Stats, bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if i, _ := sh.find(key, hi); i >= 0 {
-		return sh.ents[i].v.sem.Stats(), true
+		return sh.ents[i].v.lim.Stats(), true
 	}
 	l := s.limit.Load()
 	return atomicsem.Stats{Available: l, Limit: l, Max: s.maxLimit}, false
