@@ -170,7 +170,10 @@ func (s Scenario) RunUntilValid(n Network, stack Stack, ctrl func() adaptive.Con
 // RunUntilPassed is RunUntilValid, but goes on until a run is valid and
 // passes: on a machine whose other work can starve the limiter's side of
 // the stack for a phase (a real-time run, over loopback), one run that
-// misses says less about the limiter than a miss on every attempt does.
+// misses says less about the limiter than a miss on every attempt does;
+// and over Pipes, where a run is one trial of an order of goroutines that
+// the scheduler picks, one that misses says less than a miss in every
+// trial does. In a testing/synctest bubble its waits are in fake time.
 func (s Scenario) RunUntilPassed(n Network, stack Stack, ctrl func() adaptive.Controller, attempts int) (Verdict, int) {
 	return s.runUntil(n, stack, ctrl, attempts, func(v Verdict) bool { return v.Valid && v.Pass })
 }
