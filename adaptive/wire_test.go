@@ -62,15 +62,6 @@ func wireMode(t *testing.T) (wire.Lengths, bool) {
 // both limiters' clients in time (see wire.Verdict.Valid).
 const wireAttempts = 4
 
-// fakeTimeAttempts is how many times a run in fake time is made before a
-// miss fails the test. A fake-time run is one trial of its scenario (see
-// TestWireScenariosInFakeTime): the order in which the samples reach the
-// controller decides, for instance, whether a probe falls due as the
-// latency step begins, and the default controller misses a criterion in
-// a small share of the trials (docs/adaptive.md gives the rates). A
-// controller that misses in every trial still fails.
-const fakeTimeAttempts = 3
-
 // TestWireScenarios runs the wire scenarios in real time over loopback
 // HTTP, through Handler (the limit on the server) and Transport (on the
 // client), each beside its fixed-limit reference, and requires the
@@ -116,8 +107,8 @@ func TestWireScenarios(t *testing.T) {
 // stacks, over in-memory pipes inside testing/synctest bubbles: the whole
 // HTTP stack in fake time, where the machine's load moves no figure. It
 // requires the default controller, Gradient2, to pass every scenario
-// with the short phases through both stacks, in one of fakeTimeAttempts
-// trials; under the race detector,
+// with the short phases through both stacks, in one of the trials
+// wire.Trials allows; under the race detector,
 // which multiplies the CPU time a simulated request costs, the hang only.
 // With ADAPTIVE_WIRE=full it runs AIMD and Vegas too, with the full
 // phases, and reports the first run of each.
@@ -125,7 +116,7 @@ func TestWireScenarios(t *testing.T) {
 // The clock is fake, but the order in which the clients', the stack's and
 // the backend's goroutines run is the scheduler's, so the samples reach
 // the controller in an order that varies from run to run, and each run
-// is one trial of the scenario (see fakeTimeAttempts).
+// is one trial of the scenario (see wire.Trials).
 func TestWireScenariosInFakeTime(t *testing.T) {
 	lengths, full := wire.Short, os.Getenv("ADAPTIVE_WIRE") == "full"
 	if full {
@@ -142,14 +133,8 @@ func TestWireScenariosInFakeTime(t *testing.T) {
 				}
 				t.Run(stack.Name+"/"+c.name+"/"+strings.ReplaceAll(sc.Name, " ", "_"), func(t *testing.T) {
 					synctest.Test(t, func(t *testing.T) {
-						attempts := fakeTimeAttempts
-						if full {
-							attempts = 1 // a report of what a run gives
-						}
-						v, n := sc.RunUntilPassed(wire.Pipes, stack, func() adaptive.Controller { return c.ctrl(sc) }, attempts)
-						if n > 1 {
-							t.Logf("%d attempts", n)
-						}
+						v, n := sc.RunUntilPassed(wire.Pipes, stack, func() adaptive.Controller { return c.ctrl(sc) }, wire.Trials(full))
+						t.Logf("%d trials", n)
 						judgeWire(t, c.name, v, "fake time")
 					})
 				})

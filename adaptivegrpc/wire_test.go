@@ -175,20 +175,14 @@ func TestWireScenarios(t *testing.T) {
 	}
 }
 
-// fakeTimeAttempts is how many times a run in fake time is made before a
-// miss fails the test: a fake-time run is one trial of its scenario, as
-// the order in which the goroutines of the clients, gRPC's transports and
-// the backend run is the scheduler's, and the default controller misses a
-// criterion in a small share of the trials (docs/adaptive.md gives the
-// rates). A controller that misses in every trial still fails.
-const fakeTimeAttempts = 3
-
 // TestWireScenariosInFakeTime runs every wire scenario through both gRPC
 // stacks over in-memory pipes inside testing/synctest bubbles, the whole
 // gRPC stack in fake time, and requires the default controller to pass
-// with the short phases, in one of fakeTimeAttempts trials; under the race
-// detector, the hang only. With ADAPTIVE_WIRE=full it runs AIMD and Vegas
-// too, with the full phases, and reports the first run of each.
+// with the short phases, in one of the trials wire.Trials allows (a run
+// in fake time is one trial of an order of goroutines the scheduler
+// picks); under the race detector, the hang only. With ADAPTIVE_WIRE=full
+// it runs AIMD and Vegas too, with the full phases, and reports the first
+// run of each.
 func TestWireScenariosInFakeTime(t *testing.T) {
 	lengths, full := wire.Short, os.Getenv("ADAPTIVE_WIRE") == "full"
 	if full {
@@ -205,14 +199,8 @@ func TestWireScenariosInFakeTime(t *testing.T) {
 				}
 				t.Run(stack.Name+"/"+c.name+"/"+strings.ReplaceAll(sc.Name, " ", "_"), func(t *testing.T) {
 					synctest.Test(t, func(t *testing.T) {
-						attempts := fakeTimeAttempts
-						if full {
-							attempts = 1 // a report of what a run gives
-						}
-						v, n := sc.RunUntilPassed(wire.Pipes, stack, func() adaptive.Controller { return c.ctrl(sc) }, attempts)
-						if n > 1 {
-							t.Logf("%d attempts", n)
-						}
+						v, n := sc.RunUntilPassed(wire.Pipes, stack, func() adaptive.Controller { return c.ctrl(sc) }, wire.Trials(full))
+						t.Logf("%d trials", n)
 						judgeWire(t, c.name, v, "fake time")
 					})
 				})

@@ -167,6 +167,21 @@ func (s Scenario) RunUntilValid(n Network, stack Stack, ctrl func() adaptive.Con
 	return s.runUntil(n, stack, ctrl, attempts, func(v Verdict) bool { return v.Valid })
 }
 
+// Trials returns how many runs over Pipes a test makes of a scenario
+// before a miss fails it: 1 for a report, which shows what a run gives,
+// and 3 for a gate. A run over Pipes has a fake clock, but the order in
+// which the goroutines of the clients, the stack and the backend run is
+// the scheduler's, so it is one trial of the scenario, and the default
+// controller misses a criterion in a small share of the trials
+// (docs/adaptive.md gives the rates). A controller that misses in every
+// trial still fails the gate.
+func Trials(report bool) int {
+	if report {
+		return 1
+	}
+	return 3
+}
+
 // RunUntilPassed is RunUntilValid, but goes on until a run is valid and
 // passes: on a machine whose other work can starve the limiter's side of
 // the stack for a phase (a real-time run, over loopback), one run that
